@@ -1,0 +1,135 @@
+// Backend: the ops a forward pass is written against, implemented once per
+// device (src/core/cpu_backend.* is the numerical oracle; src/cuda implements
+// the same contract for NVIDIA GPUs).
+//
+// The model (src/model) calls these ops in order over one ragged batch; a
+// backend is chosen at run time, once per engine, and every call is at op
+// granularity (never per element). All tensors passed in are this backend's
+// memory. Ops are asynchronous with respect to the host where the backend is
+// (CUDA: one stream); copy_to_host and synchronize are the only waits.
+//
+// Shapes: T tokens, S sequences, R logits rows, H hidden, V vocab,
+// nq / nkv query / KV heads, hd head dim, I intermediate size.
+// Activations use activation_dtype() (CPU f32, CUDA bf16) unless an op says
+// otherwise; accumulation is always fp32.
+//
+// Thread-compatibility: one thread at a time (the engine's stepping thread).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string_view>
+
+#include "core/batch_plan.hpp"
+#include "core/sampling.hpp"
+#include "core/tensor.hpp"
+#include "photon/result.hpp"
+
+namespace photon {
+
+class Backend;
+
+// Owning handle to backend memory; move-only; frees through its backend,
+// which must outlive it.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Backend* owner, void* ptr, size_t bytes) noexcept : owner_(owner), ptr_(ptr), bytes_(bytes) {}
+  Buffer(Buffer&& o) noexcept { swap(o); }
+  Buffer& operator=(Buffer&& o) noexcept {
+    Buffer tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  void* data() const noexcept { return ptr_; }
+  size_t size() const noexcept { return bytes_; }
+  // A view of the first numel * dtype bytes (caller guarantees they fit).
+  Tensor tensor(DType dtype, std::initializer_list<int64_t> dims) const { return Tensor::of(ptr_, dtype, dims); }
+
+ private:
+  void swap(Buffer& o) noexcept {
+    std::swap(owner_, o.owner_);
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+  }
+  Backend* owner_ = nullptr;
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// One layer's paged KV cache: k and v each [num_blocks, block_size, nkv, hd],
+// dtype kv_dtype() of the backend.
+struct KvLayer {
+  Tensor k;
+  Tensor v;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const noexcept = 0;
+  virtual DType activation_dtype() const noexcept = 0;
+  virtual DType kv_dtype() const noexcept = 0;
+  // The dtype this backend keeps a checkpoint weight of dtype `stored` in.
+  virtual DType weight_dtype(DType stored) const noexcept = 0;
+
+  // ---- memory -------------------------------------------------------------
+  virtual Result<Buffer> allocate(size_t bytes) = 0;
+  virtual Result<void> copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual Result<void> copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual Result<void> fill_zero(Tensor t) = 0;
+  virtual Result<void> synchronize() = 0;
+  // Bytes of device memory free now (CPU: a large sentinel).
+  virtual size_t free_memory() const noexcept = 0;
+
+  // Copies the plan's arrays into fixed backend buffers (grown when needed).
+  // The view stays valid until the next stage_plan.
+  virtual Result<StepPlanView> stage_plan(const BatchPlan& plan) = 0;
+
+  // ---- ops ----------------------------------------------------------------
+  // out[T,H] = table.w[ids[t], :]  (ids staged: plan.input_ids)
+  virtual Result<void> embed(Tensor out, const Weight& table, const StepPlanView& plan) = 0;
+  // out[r,:] = x[r,:] * rsqrt(mean(x[r,:]^2) + eps) * w, rows = x.numel() / w.numel(); out may alias x.
+  virtual Result<void> rmsnorm(Tensor out, Tensor x, Tensor w, float eps) = 0;
+  // residual[T,H] += x[T,H]; out[T,H] = rmsnorm(residual) * w.
+  virtual Result<void> add_rmsnorm(Tensor residual, Tensor x, Tensor w, float eps, Tensor out) = 0;
+  // out[M,N] = x[M,K] @ W.w[N,K]^T; out dtype f32 or activation_dtype().
+  virtual Result<void> matmul(Tensor out, Tensor x, const Weight& W) = 0;
+  // From packed qkv[T, (nq + 2 nkv) * hd] (q heads, then k heads, then v heads):
+  // optional per-head RMSNorm of q and k (q_norm / k_norm [hd], empty = none),
+  // rotate-half RoPE of q and k at plan.positions with inv_freq[hd/2] (f32,
+  // attention scaling already folded in by the caller if any), q written to
+  // q_out[T, nq, hd], k and v written into the cache at plan.slot_mapping.
+  virtual Result<void> rope_qkv(Tensor q_out, Tensor qkv, const StepPlanView& plan, Tensor inv_freq,
+                                Tensor q_norm, Tensor k_norm, float eps, KvLayer cache) = 0;
+  // out[T, nq, hd]: causal attention of each sequence's new queries over its
+  // cached keys/values (positions 0 .. context_len-1 of its block table).
+  // Query token t of sequence s sits at plan.positions[t] and sees keys 0..pos.
+  virtual Result<void> attention(Tensor out, Tensor q, KvLayer cache, const StepPlanView& plan, float scale) = 0;
+  // out[T, I] = silu(gate_up[T, :I]) * gate_up[T, I:]
+  virtual Result<void> silu_mul(Tensor out, Tensor gate_up) = 0;
+  // out[R, H] = x[plan.logits_rows[r], :]
+  virtual Result<void> gather_logit_rows(Tensor out, Tensor x, const StepPlanView& plan) = 0;
+
+  // ---- sampling -----------------------------------------------------------
+  // Samples one token per row of logits[R, V] (f32; may be overwritten as
+  // scratch). Outputs land in host memory; this call waits for them.
+  virtual Result<void> sample(Tensor logits, const SampleBatch& batch, const SampleOutput& out) = 0;
+
+ protected:
+  friend class Buffer;
+  // Frees memory returned by allocate(); never fails, accepts nullptr.
+  virtual void release(void* ptr) noexcept = 0;
+};
+
+inline Buffer::~Buffer() {
+  if (owner_ != nullptr) owner_->release(ptr_);
+}
+
+}  // namespace photon

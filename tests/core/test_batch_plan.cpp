@@ -1,0 +1,32 @@
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "core/batch_plan.hpp"
+
+using namespace photon;
+
+TEST_CASE("BatchPlan flattens a mixed prefill/decode batch", "[core]") {
+  BatchPlan plan;
+  const int32_t bs = 4;
+  std::vector<int32_t> a_ids = {10, 11, 12, 13, 14};  // prefill of 5 tokens
+  std::vector<int32_t> a_blocks = {7, 2};
+  std::vector<int32_t> b_ids = {99};                   // decode at position 6
+  std::vector<int32_t> b_blocks = {0, 5};
+  plan.add_sequence(a_ids.data(), 5, 0, a_blocks.data(), 2, bs, true);
+  plan.add_sequence(b_ids.data(), 1, 6, b_blocks.data(), 2, bs, true);
+  plan.finalize();
+  CHECK(plan.num_tokens() == 6);
+  CHECK(plan.num_seqs() == 2);
+  CHECK(plan.query_start == std::vector<int32_t>{0, 5, 6});
+  CHECK(plan.positions == std::vector<int32_t>{0, 1, 2, 3, 4, 6});
+  CHECK(plan.context_lens == std::vector<int32_t>{5, 7});
+  CHECK(plan.slot_mapping == std::vector<int32_t>{28, 29, 30, 31, 8, 22});
+  CHECK(plan.logits_rows == std::vector<int32_t>{4, 5});
+  CHECK(plan.max_blocks_per_seq == 2);
+  CHECK(plan.block_tables == std::vector<int32_t>{7, 2, 0, 5});
+  CHECK(plan.validate(bs, 8).has_value());
+  CHECK_FALSE(plan.validate(bs, 6).has_value());  // block 7 outside a 6-block pool
+  plan.slot_mapping[2] = 0;
+  CHECK(plan.validate(bs, 8).error().code == Errc::internal);
+}

@@ -1,0 +1,27 @@
+// Paths of the committed test data (set by tests/CMakeLists.txt) and of the
+// optional GPU-only fixtures (environment variable PHOTON_GPU_FIXTURES: a
+// folder holding llama3-small-hd64/ and qwen3-small-hd128/, e.g. a copy of
+// ../shared/data/golden).
+#pragma once
+
+#include <cstdlib>
+#include <string>
+
+namespace photon::test {
+
+inline std::string data_dir() { return PHOTON_TEST_DATA_DIR; }
+inline std::string golden_dir(const std::string& name) { return data_dir() + "/golden/" + name; }
+// A tokenizer folder (tokenizer.json unpacked, tokenizer_config.json, golden/).
+inline std::string tokenizer_dir(const std::string& name) {
+  return std::string(PHOTON_TEST_DATA_BUILD_DIR) + "/tokenizers/" + name;
+}
+inline std::string models_dir() { return PHOTON_MODELS_DIR; }
+inline std::string stories_dir() { return models_dir() + "/stories260K"; }
+inline std::string stories_untied_dir() { return data_dir() + "/stories260K-untied"; }
+// Empty when PHOTON_GPU_FIXTURES is unset.
+inline std::string gpu_fixtures_dir() {
+  const char* v = std::getenv("PHOTON_GPU_FIXTURES");
+  return v ? std::string(v) : std::string();
+}
+
+}  // namespace photon::test

@@ -9,13 +9,19 @@
 
 namespace photon::test {
 
-inline std::string data_dir() { return PHOTON_TEST_DATA_DIR; }
+// The environment variables of the same names override the compiled-in paths
+// (for binaries built in one checkout and run in another, e.g. on the GPU machine).
+inline std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : std::string(fallback);
+}
+inline std::string data_dir() { return env_or("PHOTON_TEST_DATA_DIR", PHOTON_TEST_DATA_DIR); }
 inline std::string golden_dir(const std::string& name) { return data_dir() + "/golden/" + name; }
 // A tokenizer folder (tokenizer.json unpacked, tokenizer_config.json, golden/).
 inline std::string tokenizer_dir(const std::string& name) {
-  return std::string(PHOTON_TEST_DATA_BUILD_DIR) + "/tokenizers/" + name;
+  return env_or("PHOTON_TEST_DATA_BUILD_DIR", PHOTON_TEST_DATA_BUILD_DIR) + "/tokenizers/" + name;
 }
-inline std::string models_dir() { return PHOTON_MODELS_DIR; }
+inline std::string models_dir() { return env_or("PHOTON_MODELS_DIR", PHOTON_MODELS_DIR); }
 inline std::string stories_dir() { return models_dir() + "/stories260K"; }
 inline std::string stories_untied_dir() { return data_dir() + "/stories260K-untied"; }
 // Empty when PHOTON_GPU_FIXTURES is unset.

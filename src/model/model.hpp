@@ -1,0 +1,53 @@
+// Model: a decoder-only transformer (Llama 3.x, Qwen3) loaded from a Hugging
+// Face folder into one Backend's memory, with its paged KV cache.
+//
+// Ownership: the Model borrows the Backend (which must outlive it) and owns
+// its weights, KV cache and activation workspace (all backend memory).
+// Thread-compatibility: one thread at a time (the engine's stepping thread).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/backend.hpp"
+#include "model/config.hpp"
+#include "photon/result.hpp"
+
+namespace photon {
+
+struct ModelLoadOptions {
+  // Reserved for weight quantization (group-wise int8) and similar choices.
+  bool int8_weights = false;
+  int32_t int8_group_size = 128;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // Reads config.json and *.safetensors of `dir`, validates them, and uploads
+  // the weights in the backend's layout. The architecture registry picks the
+  // implementation from config.json's "architectures".
+  static Result<std::unique_ptr<Model>> load(const std::string& dir, Backend& backend,
+                                             const ModelLoadOptions& options = {});
+
+  virtual const ModelConfig& config() const noexcept = 0;
+
+  // Bytes one KV block of `block_size` tokens takes over all layers (K and V).
+  virtual size_t kv_bytes_per_block(int32_t block_size) const noexcept = 0;
+  // Allocates the paged KV cache: num_blocks blocks of block_size tokens per
+  // layer. Replaces any previous cache.
+  virtual Result<void> init_kv_cache(int32_t num_blocks, int32_t block_size) = 0;
+  // Sizes the activation workspace for up to max_tokens scheduled tokens and
+  // max_logit_rows logits rows per step (grows on demand in forward otherwise).
+  virtual Result<void> reserve(int32_t max_tokens, int32_t max_logit_rows) = 0;
+
+  // One forward pass over a staged ragged batch: writes K/V of the new tokens
+  // into the cache and the logits of plan.logits_rows into logits [R, V] (f32,
+  // backend memory). Returns the logits tensor (a view of the workspace,
+  // valid until the next forward).
+  virtual Result<Tensor> forward(const StepPlanView& plan) = 0;
+};
+
+}  // namespace photon

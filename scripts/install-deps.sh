@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git xz-utils
-  libfmt-dev nlohmann-json3-dev libpcre2-dev libsentencepiece-dev
+  libfmt-dev nlohmann-json3-dev libpcre2-dev libsentencepiece-dev libicu-dev
   libcpp-httplib-dev libcli11-dev catch2 libbenchmark-dev
   golang-go cargo rustc abi-dumper abi-compliance-checker
 )

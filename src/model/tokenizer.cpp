@@ -96,6 +96,8 @@ int32_t id_of(const TokenizerModel& model, const std::optional<std::string>& tok
 
 }  // namespace
 
+const Tokenizer::Impl& tokenizer_impl(const Tokenizer& t) noexcept { return *t.impl_; }
+
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;

@@ -8,3 +8,5 @@ scripts/install-deps.sh
 scripts/configure.sh build -DPHOTON_WERROR=ON
 cmake --build build -j"$(nproc)"
 ctest --test-dir build -LE cuda --output-on-failure -j"$(nproc)"
+# C ABI: libphoton.so's exported C ABI against the committed baseline (~1 s).
+scripts/abi-check.sh build

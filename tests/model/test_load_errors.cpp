@@ -42,7 +42,7 @@ StTensor* find(std::vector<StTensor>& ts, const std::string& name) {
 
 TEST_CASE("load errors: the folder and its files must exist", "[model]") {
   TempDir dir;
-  expect_load_error(dir.file("absent"), Errc::file_not_found, {"absent", "config.json"});
+  expect_load_error(dir.file("absent"), Errc::file_not_found, {"absent", "no such model folder"});
   expect_load_error(dir.str(), Errc::file_not_found, {"config.json"});
   write_file(dir.file("config.json"), small_llama().dump());
   expect_load_error(dir.str(), Errc::file_not_found, {"model.safetensors"});
@@ -78,31 +78,31 @@ TEST_CASE("load errors: config.json problems", "[model]") {
 TEST_CASE("load errors: tensors missing or of the wrong shape or dtype", "[model]") {
   TempDir dir;
   SECTION("missing tensor") {
-    write_checkpoint(dir.str(), small_llama(), {.edit = [](std::vector<StTensor>& ts) {
+    write_checkpoint(dir.str(), small_llama(), 1, DType::bf16, 1, [](std::vector<StTensor>& ts) {
                        std::erase_if(ts, [](const StTensor& t) { return t.name == "model.layers.1.mlp.up_proj.weight"; });
-                     }});
+                     });
     expect_load_error(dir.str(), Errc::missing_tensor, {"model.layers.1.mlp.up_proj.weight", dir.str()});
   }
   SECTION("untied model without lm_head") {
-    write_checkpoint(dir.str(), small_llama(), {.edit = [](std::vector<StTensor>& ts) {
+    write_checkpoint(dir.str(), small_llama(), 1, DType::bf16, 1, [](std::vector<StTensor>& ts) {
                        std::erase_if(ts, [](const StTensor& t) { return t.name == "lm_head.weight"; });
-                     }});
+                     });
     expect_load_error(dir.str(), Errc::missing_tensor, {"lm_head.weight"});
   }
   SECTION("wrong shape") {
-    write_checkpoint(dir.str(), small_llama(), {.edit = [](std::vector<StTensor>& ts) {
+    write_checkpoint(dir.str(), small_llama(), 1, DType::bf16, 1, [](std::vector<StTensor>& ts) {
                        StTensor* t = find(ts, "model.layers.0.self_attn.k_proj.weight");  // [8, 16] -> [16, 8]
                        t->shape = {16, 8};
-                     }});
+                     });
     expect_load_error(dir.str(), Errc::shape_mismatch,
                       {"model.layers.0.self_attn.k_proj.weight", "[16, 8]", "[8, 16]", "model.safetensors"});
   }
   SECTION("integer dtype for a weight") {
-    write_checkpoint(dir.str(), small_llama(), {.edit = [](std::vector<StTensor>& ts) {
+    write_checkpoint(dir.str(), small_llama(), 1, DType::bf16, 1, [](std::vector<StTensor>& ts) {
                        StTensor* t = find(ts, "model.norm.weight");
                        t->dtype = "I32";
                        t->bytes = std::string(16 * 4, '\0');
-                     }});
+                     });
     expect_load_error(dir.str(), Errc::shape_mismatch, {"model.norm.weight", "i32"});
   }
 }
@@ -157,7 +157,7 @@ TEST_CASE("load errors: malformed safetensors files", "[model]") {
 
 TEST_CASE("load errors: a sharded index pointing at a missing shard", "[model]") {
   TempDir dir;
-  write_checkpoint(dir.str(), small_llama(), {.shards = 2});
+  write_checkpoint(dir.str(), small_llama(), 1, DType::bf16, 2);
   auto ok_backend = must(make_cpu_backend({}));
   CHECK(Model::load(dir.str(), *ok_backend).has_value());
   std::filesystem::remove(dir.file("model-00002-of-00002.safetensors"));

@@ -68,7 +68,7 @@ TEST_CASE("random checkpoints: forward matches an independent float64 decoder", 
   for (const Variant& v : variants()) {
     INFO(v.name);
     TempDir dir;
-    const ModelConfig config = write_checkpoint(dir.str(), v.config, {.seed = 11, .dtype = v.storage, .shards = v.shards});
+    const ModelConfig config = write_checkpoint(dir.str(), v.config, 11, v.storage, v.shards);
     auto backend = must(make_cpu_backend({.num_threads = 2}));
     auto model = must(Model::load(dir.str(), *backend));
     CHECK(model->config().vocab_size == config.vocab_size);
@@ -98,7 +98,7 @@ TEST_CASE("random checkpoints: loading round-trips the weights exactly", "[model
     if (v.storage == DType::f16) continue;  // bf16 -> f16 rounds tiny values; exact only for bf16 and f32 storage
     INFO(v.name);
     TempDir dir;
-    const ModelConfig config = write_checkpoint(dir.str(), v.config, {.seed = 5, .dtype = v.storage, .shards = v.shards});
+    const ModelConfig config = write_checkpoint(dir.str(), v.config, 5, v.storage, v.shards);
     auto backend = must(make_cpu_backend({.num_threads = 1}));
     auto loaded = must(Model::load(dir.str(), *backend));
     auto created = must(Model::create_random(config, *backend, 5));

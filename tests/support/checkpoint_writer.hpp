@@ -19,13 +19,8 @@
 
 namespace photon::test {
 
-struct CheckpointSpec {
-  uint64_t seed = 1;
-  DType dtype = DType::bf16;  // storage dtype of every tensor
-  int shards = 1;             // > 1: model-0000N-of-0000M.safetensors + index
-  // Applied to the tensor list before writing (drop, reshape or corrupt one).
-  std::function<void(std::vector<StTensor>&)> edit;
-};
+// Applied to the tensor list before writing (drop, reshape or corrupt one).
+using TensorEdit = std::function<void(std::vector<StTensor>&)>;
 
 // The tensors of `config` as RandomSource(config, seed) makes them, converted to `dtype`.
 inline std::vector<StTensor> random_tensors(const ModelConfig& config, uint64_t seed, DType dtype) {
@@ -41,22 +36,24 @@ inline std::vector<StTensor> random_tensors(const ModelConfig& config, uint64_t 
   return out;
 }
 
-// Writes `config_json` and the weights into `dir`; returns the parsed config.
-inline ModelConfig write_checkpoint(const std::string& dir, const nlohmann::json& config_json,
-                                    const CheckpointSpec& spec = {}) {
+// Writes `config_json` and the weights (RandomSource(seed) values stored as
+// `dtype`) into `dir`, in one file or (shards > 1) in
+// model-0000N-of-0000M.safetensors files with an index; returns the parsed config.
+inline ModelConfig write_checkpoint(const std::string& dir, const nlohmann::json& config_json, uint64_t seed = 1,
+                                    DType dtype = DType::bf16, int shards = 1, const TensorEdit& edit = {}) {
   write_file(dir + "/config.json", config_json.dump(2));
   auto config = ModelConfig::parse(config_json.dump(), "config.json");
   if (!config) throw std::runtime_error(config.error().message);
-  std::vector<StTensor> tensors = random_tensors(*config, spec.seed, spec.dtype);
-  if (spec.edit) spec.edit(tensors);
-  if (spec.shards <= 1) {
+  std::vector<StTensor> tensors = random_tensors(*config, seed, dtype);
+  if (edit) edit(tensors);
+  if (shards <= 1) {
     write_file(dir + "/model.safetensors", safetensors_image(tensors));
     return *config;
   }
   nlohmann::json index = {{"metadata", nlohmann::json::object()}, {"weight_map", nlohmann::json::object()}};
-  const size_t per = (tensors.size() + size_t(spec.shards) - 1) / size_t(spec.shards);
-  for (int s = 0; s < spec.shards; ++s) {
-    const std::string file = fmt::format("model-{:05d}-of-{:05d}.safetensors", s + 1, spec.shards);
+  const size_t per = (tensors.size() + size_t(shards) - 1) / size_t(shards);
+  for (int s = 0; s < shards; ++s) {
+    const std::string file = fmt::format("model-{:05d}-of-{:05d}.safetensors", s + 1, shards);
     std::vector<StTensor> part;
     for (size_t i = size_t(s) * per; i < std::min(tensors.size(), size_t(s + 1) * per); ++i) {
       part.push_back(tensors[i]);

@@ -37,13 +37,14 @@ class ReferenceDecoder {
     const int64_t T = int64_t(tokens.size()), H = c_.hidden_size, hd = c_.head_dim, nq = c_.num_heads,
                   nkv = c_.num_kv_heads, I = c_.intermediate_size, V = c_.vocab_size;
     const auto& emb = w_.at("model.embed_tokens.weight");
-    std::vector<std::vector<double>> x(size_t(T), std::vector<double>(size_t(H)));
+    std::vector<std::vector<double>> x(static_cast<size_t>(T), std::vector<double>(static_cast<size_t>(H)));
     for (int64_t t = 0; t < T; ++t)
       for (int64_t i = 0; i < H; ++i) x[size_t(t)][size_t(i)] = emb[size_t(tokens[size_t(t)] * H + i)];
     const std::vector<float> inv_freq = rope_inv_freq(c_.rope, c_.head_dim);
     for (int32_t l = 0; l < c_.num_layers; ++l) {
       auto W = [&](const char* s) -> const std::vector<double>& { return w_.at(layer_tensor_name(l, s)); };
-      std::vector<std::vector<double>> q(size_t(T)), k(size_t(T)), v(size_t(T));
+      const size_t rows = static_cast<size_t>(T);
+      std::vector<std::vector<double>> q(rows), k(rows), v(rows);
       for (int64_t t = 0; t < T; ++t) {
         const auto h = rmsnorm(x[size_t(t)], W("input_layernorm.weight"));
         q[size_t(t)] = linear(W("self_attn.q_proj.weight"), h, nq * hd);
@@ -63,7 +64,7 @@ class ReferenceDecoder {
         std::vector<double> attn(size_t(nq * hd), 0.0);
         for (int64_t head = 0; head < nq; ++head) {
           const int64_t kvh = head / (nq / nkv);
-          std::vector<double> s(size_t(t + 1));
+          std::vector<double> s(static_cast<size_t>(t + 1));
           double mx = -INFINITY;
           for (int64_t j = 0; j <= t; ++j) {
             double dot = 0;
@@ -82,14 +83,14 @@ class ReferenceDecoder {
         const auto h = rmsnorm(x[size_t(t)], W("post_attention_layernorm.weight"));
         const auto g = linear(W("mlp.gate_proj.weight"), h, I);
         const auto u = linear(W("mlp.up_proj.weight"), h, I);
-        std::vector<double> m(size_t(I));
+        std::vector<double> m(static_cast<size_t>(I));
         for (int64_t i = 0; i < I; ++i) m[size_t(i)] = g[size_t(i)] / (1.0 + std::exp(-g[size_t(i)])) * u[size_t(i)];
         const auto d = linear(W("mlp.down_proj.weight"), m, H);
         for (int64_t i = 0; i < H; ++i) x[size_t(t)][size_t(i)] += d[size_t(i)];
       }
     }
     const auto& head = c_.tie_word_embeddings ? emb : w_.at("lm_head.weight");
-    std::vector<std::vector<double>> logits(size_t(T));
+    std::vector<std::vector<double>> logits(static_cast<size_t>(T));
     for (int64_t t = 0; t < T; ++t) logits[size_t(t)] = linear(head, rmsnorm(x[size_t(t)], w_.at("model.norm.weight")), V);
     return logits;
   }

@@ -8,6 +8,8 @@ scripts/install-deps.sh
 scripts/configure.sh build -DPHOTON_WERROR=ON
 cmake --build build -j"$(nproc)"
 ctest --test-dir build -LE cuda --output-on-failure -j"$(nproc)"
+# C ABI: libphoton.so's exported C ABI against the committed baseline (~1 s).
+scripts/abi-check.sh build
 
 # ThreadSanitizer build of the engine's thread-safety tests ([thread]): a
 # second, CPU-only build folder holding just the scheduler test executable.

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "photon/export.h"
 #include "photon/result.hpp"
 
 namespace photon {
@@ -62,7 +63,7 @@ enum class FinishReason : int32_t {
   error = 4,      // the step that served it failed; Event::error says why
 };
 
-const char* finish_reason_name(FinishReason r) noexcept;
+PHOTON_API const char* finish_reason_name(FinishReason r) noexcept;
 
 struct TokenLogprob {
   int32_t token = -1;
@@ -136,7 +137,7 @@ struct EngineMetrics {
 // runs one at a time (concurrent calls wait for each other); with the
 // engine-owned loop running the host does not need to call it. Move-only;
 // moving or destroying an Engine while another thread uses it is undefined.
-class Engine {
+class PHOTON_API Engine {
  public:
   // Loads the model, picks the backend and sizes the KV cache.
   // Errors: the model loader's (file_not_found, bad_json, missing_tensor...),

@@ -17,6 +17,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "photon/export.h"
+
 namespace photon {
 
 // Error codes. Values are part of the stable ABI: append only.
@@ -51,7 +53,7 @@ enum class Errc : int32_t {
 };
 
 // A stable, static, human-readable name for a code ("invalid_argument", ...).
-std::string_view errc_name(Errc code) noexcept;
+PHOTON_API std::string_view errc_name(Errc code) noexcept;
 
 struct Error {
   Errc code = Errc::internal;
@@ -60,7 +62,7 @@ struct Error {
 
 // Thrown only by Result::value() on an error: a programming mistake, never
 // a hot-path control flow. Check has_value() first.
-class BadResultAccess : public std::exception {
+class PHOTON_API BadResultAccess : public std::exception {
  public:
   explicit BadResultAccess(Error e) : error_(std::move(e)) {}
   const char* what() const noexcept override { return error_.message.c_str(); }

@@ -85,7 +85,7 @@ class Backend {
   virtual Result<void> copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
   virtual Result<void> fill_zero(Tensor t) = 0;
   virtual Result<void> synchronize() = 0;
-  // Bytes of device memory free now (CPU: a large sentinel).
+  // Bytes of device memory free now (CPU: available physical memory).
   virtual size_t free_memory() const noexcept = 0;
 
   // Copies the plan's arrays into fixed backend buffers (grown when needed).

@@ -29,8 +29,17 @@ class Model {
   // Reads config.json and *.safetensors of `dir`, validates them, and uploads
   // the weights in the backend's layout. The architecture registry picks the
   // implementation from config.json's "architectures".
+  // Errors: ModelConfig::load's, Checkpoint::open's, then missing_tensor /
+  // shape_mismatch naming the tensor, and the backend's allocation errors.
   static Result<std::unique_ptr<Model>> load(const std::string& dir, Backend& backend,
                                              const ModelLoadOptions& options = {});
+
+  // A model of `config`'s shapes with seeded random bf16 weights (linear
+  // weights uniform in +-1/sqrt(in), norm weights in [0.9, 1.1]), for
+  // benchmarks of real model shapes whose weights are not at hand. The same
+  // (config, seed) always gives the same weights (see RandomSource).
+  static Result<std::unique_ptr<Model>> create_random(const ModelConfig& config, Backend& backend, uint64_t seed,
+                                                      const ModelLoadOptions& options = {});
 
   virtual const ModelConfig& config() const noexcept = 0;
 

@@ -24,6 +24,8 @@ inline std::string tokenizer_dir(const std::string& name) {
 inline std::string models_dir() { return env_or("PHOTON_MODELS_DIR", PHOTON_MODELS_DIR); }
 inline std::string stories_dir() { return models_dir() + "/stories260K"; }
 inline std::string stories_untied_dir() { return data_dir() + "/stories260K-untied"; }
+// config.json files of released checkpoints (Llama-3.2-1B.json, Qwen3-8B.json, ...).
+inline std::string configs_dir() { return data_dir() + "/configs"; }
 // Empty when PHOTON_GPU_FIXTURES is unset.
 inline std::string gpu_fixtures_dir() {
   const char* v = std::getenv("PHOTON_GPU_FIXTURES");

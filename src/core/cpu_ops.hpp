@@ -1,0 +1,91 @@
+// The CPU backend's op implementations (internal to src/core/cpu_*.cpp).
+//
+// Each function validates its arguments (shapes, dtypes, indices) and then
+// computes on host memory with the given pool; the comments of Backend in
+// core/backend.hpp are the contract. Scratch buffers are owned by CpuScratch
+// (one per backend) and reused across calls.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/thread_pool.hpp"
+
+namespace photon::cpu {
+
+// Per-worker scratch, sized on demand before a parallel region (never inside
+// one); worker w uses elements [w * stride, (w + 1) * stride).
+template <class T>
+class WorkerScratch {
+ public:
+  void reserve(int32_t workers, int64_t per_worker) {
+    stride_ = per_worker;
+    const size_t need = size_t(workers) * size_t(per_worker);
+    if (data_.size() < need) data_.resize(need);
+  }
+  T* of(int32_t worker) noexcept { return data_.data() + size_t(worker) * size_t(stride_); }
+
+ private:
+  std::vector<T> data_;
+  int64_t stride_ = 0;
+};
+
+struct CpuScratch {
+  WorkerScratch<float> matmul;         // one widened weight row per worker
+  WorkerScratch<float> attention;      // one row of scores per worker
+  WorkerScratch<float> rope;           // cos and sin of one token per worker
+  std::vector<int32_t> seq_of_token;   // [T] sequence index of each token (attention)
+  WorkerScratch<float> sample_values;  // [V] per worker: probabilities of one row
+  WorkerScratch<int32_t> sample_ids;   // [V] per worker: candidate token ids of one row
+};
+
+// Shape / dtype checks shared by the ops; each returns invalid_argument or
+// shape_mismatch naming `op` and the tensor.
+Result<void> expect_dtype(const char* op, const char* name, const Tensor& t, DType want);
+Result<void> expect_float_dtype(const char* op, const char* name, const Tensor& t);  // f32/bf16/f16
+Result<void> expect_data(const char* op, const char* name, const Tensor& t);
+std::string shape_string(const Tensor& t);
+
+// sum_k a[k] * b[k] with kLanes independent fp32 accumulators (vectorizable
+// without reassociation), reduced pairwise in a fixed order.
+inline float dot_f32(const float* __restrict a, const float* __restrict b, int64_t n) noexcept {
+  constexpr int kLanes = 16;
+  float acc[kLanes] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] += a[k + j] * b[k + j];
+  for (int j = 0; k + j < n; ++j) acc[j] += a[k + j] * b[k + j];
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+  return acc[0];
+}
+
+// out[n] = x[n] * rsqrt(mean(x^2) + eps) * w[n], w already widened to f32.
+void rmsnorm_row(const float* x, const float* w, int64_t n, float eps, float* out) noexcept;
+
+// Widens n elements of a float tensor's data (f32 / bf16 / f16) starting at
+// element `offset` into dst (f32).
+void widen_row(const Tensor& t, int64_t offset, int64_t n, float* dst) noexcept;
+
+// A Weight's w is [N, K] f32/bf16/f16, or i8 with scales [N, K / group] f32
+// (group_size > 0 dividing K).
+Result<void> check_weight(const char* op, const char* name, const Weight& W);
+// Row n of W, dequantized / widened to f32: dst[K].
+void widen_weight_row(const Weight& W, int64_t n, float* dst) noexcept;
+
+Result<void> embed(ThreadPool& pool, Tensor out, const Weight& table, const StepPlanView& plan);
+Result<void> rmsnorm(ThreadPool& pool, Tensor out, Tensor x, Tensor w, float eps);
+Result<void> add_rmsnorm(ThreadPool& pool, Tensor residual, Tensor x, Tensor w, float eps, Tensor out);
+Result<void> silu_mul(ThreadPool& pool, Tensor out, Tensor gate_up);
+Result<void> gather_rows(ThreadPool& pool, Tensor out, Tensor x, const StepPlanView& plan);
+Result<void> matmul(ThreadPool& pool, CpuScratch& scratch, Tensor out, Tensor x, const Weight& W);
+Result<void> rope_qkv(ThreadPool& pool, CpuScratch& scratch, Tensor q_out, Tensor qkv, const StepPlanView& plan, Tensor inv_freq,
+                      Tensor q_norm, Tensor k_norm, float eps, KvLayer cache);
+Result<void> attention(ThreadPool& pool, CpuScratch& scratch, Tensor out, Tensor q, KvLayer cache,
+                       const StepPlanView& plan, float scale);
+Result<void> sample(ThreadPool& pool, CpuScratch& scratch, Tensor logits, const SampleBatch& batch,
+                    const SampleOutput& out);
+
+}  // namespace photon::cpu

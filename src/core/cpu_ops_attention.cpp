@@ -1,0 +1,136 @@
+// Paged causal attention on the CPU, fp32.
+//
+// For query token t of sequence s (at position p = plan.positions[t]) and
+// query head h: scores_j = scale * q[t, h] . K[j, h / (nq / nkv)] for the
+// cached positions j = 0 .. p (found through s's block table), softmax in
+// fp32 (two passes: max, then exponentials and their sum), then
+// out[t, h] = sum_j softmax_j * V[j, kv head]. Work items are (token, head)
+// pairs handed out dynamically (their cost grows with the position).
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/cpu_ops.hpp"
+#include "core/try.hpp"
+
+namespace photon::cpu {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// Checks the plan's per-sequence arrays against a cache of `num_blocks`
+// blocks of `block_size` and fills seq_of_token[T].
+Result<void> check_sequences(const StepPlanView& plan, int64_t num_blocks, int64_t block_size,
+                             std::vector<int32_t>& seq_of_token) {
+  const int64_t T = plan.num_tokens, S = plan.num_seqs;
+  auto bad = [](const std::string& what) { return fail(Errc::invalid_argument, "attention: plan " + what); };
+  if (T < 0 || S < 0 || plan.max_blocks_per_seq < 0) return bad("has negative sizes");
+  if (T > 0 && (S == 0 || plan.positions == nullptr)) return bad("has tokens but no sequences or positions");
+  if (S > 0 && (plan.query_start == nullptr || plan.context_lens == nullptr ||
+                (plan.max_blocks_per_seq > 0 && plan.block_tables == nullptr)))
+    return bad("lacks query_start, context_lens or block_tables");
+  if (S > 0 && (plan.query_start[0] != 0 || plan.query_start[S] != T))
+    return bad("query_start must run from 0 to T = " + str(T));
+  seq_of_token.resize(size_t(T));
+  for (int64_t s = 0; s < S; ++s) {
+    const int32_t q0 = plan.query_start[s], q1 = plan.query_start[s + 1];
+    if (q1 < q0) return bad("query_start decreases at sequence " + str(s));
+    const int64_t ctx = plan.context_lens[s];
+    if (ctx < 0 || ctx > int64_t(plan.max_blocks_per_seq) * block_size)
+      return fail(Errc::out_of_range, "attention: context length " + str(ctx) + " of sequence " + str(s) +
+                                          " beyond its block table of " + str(plan.max_blocks_per_seq) + " blocks");
+    const int32_t* table = plan.block_tables + s * plan.max_blocks_per_seq;
+    for (int64_t b = 0; b * block_size < ctx; ++b)
+      if (table[b] < 0 || table[b] >= num_blocks)
+        return fail(Errc::out_of_range, "attention: block id " + str(table[b]) + " of sequence " + str(s) +
+                                            " outside the cache's " + str(num_blocks) + " blocks");
+    for (int32_t t = q0; t < q1; ++t) {
+      if (plan.positions[t] < 0 || plan.positions[t] >= ctx)
+        return fail(Errc::out_of_range, "attention: position " + str(plan.positions[t]) + " of token " + str(t) +
+                                            " outside its sequence's context of " + str(ctx));
+      seq_of_token[size_t(t)] = int32_t(s);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> attention(ThreadPool& pool, CpuScratch& scratch, Tensor out, Tensor q, KvLayer cache,
+                       const StepPlanView& plan, float scale) {
+  const char* op = "attention";
+  PHOTON_TRY(expect_data(op, "out", out));
+  PHOTON_TRY(expect_data(op, "q", q));
+  PHOTON_TRY(expect_data(op, "cache.k", cache.k));
+  PHOTON_TRY(expect_data(op, "cache.v", cache.v));
+  PHOTON_TRY(expect_dtype(op, "out", out, DType::f32));
+  PHOTON_TRY(expect_dtype(op, "q", q, DType::f32));
+  PHOTON_TRY(expect_dtype(op, "cache.k", cache.k, DType::f32));
+  PHOTON_TRY(expect_dtype(op, "cache.v", cache.v, DType::f32));
+  if (cache.k.rank != 4 || cache.v.rank != 4 || cache.k.shape != cache.v.shape)
+    return fail(Errc::shape_mismatch, "attention: cache k and v must both be [num_blocks, block_size, nkv, hd], got " +
+                                          shape_string(cache.k) + " and " + shape_string(cache.v));
+  const int64_t num_blocks = cache.k.dim(0), bs = cache.k.dim(1), nkv = cache.k.dim(2), hd = cache.k.dim(3);
+  const int64_t T = plan.num_tokens;
+  if (bs <= 0 || nkv <= 0 || hd <= 0)
+    return fail(Errc::shape_mismatch, "attention: cache dimensions must be positive, got " + shape_string(cache.k));
+  if (q.rank < 1 || q.dim(0) != T || (T > 0 && q.row_elems() % hd != 0))
+    return fail(Errc::shape_mismatch, "attention: q must be [T = " + str(T) + ", nq, hd = " + str(hd) + "], got " +
+                                          shape_string(q));
+  const int64_t nq = T > 0 ? q.row_elems() / hd : 0;
+  if (T > 0 && (nq == 0 || nq % nkv != 0))
+    return fail(Errc::shape_mismatch, "attention: " + str(nq) + " query heads are not a multiple of " + str(nkv) +
+                                          " kv heads");
+  if (out.rank < 1 || out.dim(0) != T || out.numel() != q.numel())
+    return fail(Errc::shape_mismatch, "attention: out " + shape_string(out) + " must match q " + shape_string(q));
+  if (!std::isfinite(scale)) return fail(Errc::invalid_argument, "attention: scale must be finite");
+  PHOTON_TRY(check_sequences(plan, num_blocks, bs, scratch.seq_of_token));
+  if (T == 0) return {};
+
+  int64_t longest = 1;
+  for (int64_t t = 0; t < T; ++t) longest = std::max<int64_t>(longest, int64_t(plan.positions[t]) + 1);
+  scratch.attention.reserve(pool.max_concurrency(), longest + hd);
+  const int64_t group = nq / nkv;
+  const float* qs = q.as<const float>();
+  const float* kc = cache.k.as<const float>();
+  const float* vc = cache.v.as<const float>();
+  float* o = out.as<float>();
+  const int64_t items = T * nq;
+  const int64_t grain = std::max<int64_t>(1, items / (int64_t(pool.max_concurrency()) * 8));
+  pool.parallel_for_indexed(
+      0, items,
+      [&](int32_t worker, int64_t begin, int64_t end) {
+        float* scores = scratch.attention.of(worker);  // [longest]
+        float* acc = scores + longest;                  // [hd]
+        for (int64_t item = begin; item < end; ++item) {
+          const int64_t t = item / nq, h = item % nq, kvh = h / group;
+          const int64_t s = scratch.seq_of_token[size_t(t)];
+          const int32_t* table = plan.block_tables + s * plan.max_blocks_per_seq;
+          const int64_t n = int64_t(plan.positions[t]) + 1;
+          const float* qv = qs + (t * nq + h) * hd;
+          float max_score = -INFINITY;
+          for (int64_t j = 0; j < n; ++j) {
+            const int64_t slot = int64_t(table[j / bs]) * bs + j % bs;
+            scores[j] = dot_f32(qv, kc + (slot * nkv + kvh) * hd, hd) * scale;
+            max_score = std::max(max_score, scores[j]);
+          }
+          float sum = 0.0f;
+          for (int64_t j = 0; j < n; ++j) {
+            scores[j] = std::exp(scores[j] - max_score);
+            sum += scores[j];
+          }
+          std::fill(acc, acc + hd, 0.0f);
+          for (int64_t j = 0; j < n; ++j) {
+            const int64_t slot = int64_t(table[j / bs]) * bs + j % bs;
+            const float p = scores[j] / sum;
+            const float* v = vc + (slot * nkv + kvh) * hd;
+            for (int64_t d = 0; d < hd; ++d) acc[d] += p * v[d];
+          }
+          std::copy(acc, acc + hd, o + (t * nq + h) * hd);
+        }
+      },
+      grain);
+  return {};
+}
+
+}  // namespace photon::cpu

@@ -1,0 +1,104 @@
+// Argument checks and dtype widening shared by the CPU ops.
+#include <cmath>
+#include <string>
+
+#include "core/cpu_ops.hpp"
+#include "core/try.hpp"
+
+namespace photon::cpu {
+
+std::string shape_string(const Tensor& t) {
+  std::string s = std::string(dtype_name(t.dtype)) + "[";
+  for (int i = 0; i < t.rank; ++i) s += (i ? ", " : "") + std::to_string(t.shape[size_t(i)]);
+  return s + "]";
+}
+
+Result<void> expect_dtype(const char* op, const char* name, const Tensor& t, DType want) {
+  if (t.dtype != want)
+    return fail(Errc::shape_mismatch, std::string(op) + ": " + name + " must be " + std::string(dtype_name(want)) +
+                                          ", got " + shape_string(t));
+  return {};
+}
+
+Result<void> expect_float_dtype(const char* op, const char* name, const Tensor& t) {
+  if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
+    return fail(Errc::shape_mismatch,
+                std::string(op) + ": " + name + " must be f32, bf16 or f16, got " + shape_string(t));
+  return {};
+}
+
+Result<void> expect_data(const char* op, const char* name, const Tensor& t) {
+  if (t.rank < 0 || t.rank > 4) return fail(Errc::invalid_argument, std::string(op) + ": " + name + " has a bad rank");
+  for (int i = 0; i < t.rank; ++i)
+    if (t.shape[size_t(i)] < 0)
+      return fail(Errc::invalid_argument, std::string(op) + ": " + name + " has a negative dimension " + shape_string(t));
+  if (t.data == nullptr && t.numel() > 0)
+    return fail(Errc::invalid_argument, std::string(op) + ": " + name + " has no data");
+  return {};
+}
+
+void rmsnorm_row(const float* x, const float* w, int64_t n, float eps, float* out) noexcept {
+  double sum_sq = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum_sq += double(x[i]) * double(x[i]);
+  const float mean_sq = n > 0 ? float(sum_sq / double(n)) : 0.0f;
+  const float r = 1.0f / std::sqrt(mean_sq + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = w[i] * (x[i] * r);
+}
+
+void widen_row(const Tensor& t, int64_t offset, int64_t n, float* dst) noexcept {
+  switch (t.dtype) {
+    case DType::f32: {
+      const float* src = t.as<const float>() + offset;
+      for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+      break;
+    }
+    case DType::bf16: {
+      const uint16_t* src = t.as<const uint16_t>() + offset;
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+      break;
+    }
+    case DType::f16: {
+      const uint16_t* src = t.as<const uint16_t>() + offset;
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+      break;
+    }
+    case DType::i8:
+    case DType::i32: break;  // callers check float dtypes first
+  }
+}
+
+Result<void> check_weight(const char* op, const char* name, const Weight& W) {
+  PHOTON_TRY(expect_data(op, name, W.w));
+  const std::string what = std::string(op) + ": weight " + name + " ";
+  if (W.w.rank != 2) return fail(Errc::shape_mismatch, what + "must be [N, K], got " + shape_string(W.w));
+  if (W.w.dtype == DType::i8) {
+    const int64_t N = W.w.dim(0), K = W.w.dim(1);
+    if (W.group_size <= 0 || K % W.group_size != 0)
+      return fail(Errc::invalid_argument, what + "int8 group_size " + std::to_string(W.group_size) +
+                                              " must be positive and divide K = " + std::to_string(K));
+    PHOTON_TRY(expect_data(op, name, W.scales));
+    if (W.scales.dtype != DType::f32 || W.scales.rank != 2 || W.scales.dim(0) != N ||
+        W.scales.dim(1) != K / W.group_size)
+      return fail(Errc::shape_mismatch, what + "int8 scales must be f32[" + std::to_string(N) + ", " +
+                                            std::to_string(K / W.group_size) + "], got " + shape_string(W.scales));
+    return {};
+  }
+  return expect_float_dtype(op, name, W.w);
+}
+
+void widen_weight_row(const Weight& W, int64_t n, float* dst) noexcept {
+  const int64_t K = W.w.dim(1);
+  if (W.w.dtype != DType::i8) {
+    widen_row(W.w, n * K, K, dst);
+    return;
+  }
+  const int8_t* q = W.w.as<const int8_t>() + n * K;
+  const int64_t g = W.group_size, groups = K / g;
+  const float* scale = W.scales.as<const float>() + n * groups;
+  for (int64_t j = 0; j < groups; ++j) {
+    const float s = scale[j];
+    for (int64_t i = 0; i < g; ++i) dst[j * g + i] = float(q[j * g + i]) * s;
+  }
+}
+
+}  // namespace photon::cpu

@@ -1,0 +1,133 @@
+#include "model/decoder_weights.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <initializer_list>
+#include <string>
+#include <unordered_map>
+
+#include "core/convert.hpp"
+#include "core/try.hpp"
+#include "model/hf_tensors.hpp"
+
+namespace photon {
+
+namespace {
+
+// Fetches tensors by name, checks them against the config's expected
+// shapes, and uploads them (row-stacked when several) in the backend's dtype.
+class Uploader {
+ public:
+  Uploader(const ModelConfig& config, WeightSource& source, Backend& backend, std::vector<Buffer>& storage)
+      : source_(source), backend_(backend), storage_(storage) {
+    for (auto& e : expected_tensors(config)) expected_.emplace(e.name, std::move(e));
+  }
+
+  // The named tensors stacked along dim 0 (all share the trailing dims).
+  Result<Tensor> stacked(std::initializer_list<std::string> names) {
+    int64_t rows = 0;
+    int64_t row_elems = 1;
+    bool one_d = false;
+    for (const auto& n : names) {
+      PHOTON_ASSIGN_OR_RETURN(const ExpectedTensor* e, expected(n));
+      rows += e->shape[0];
+      one_d = e->shape.size() == 1;
+      row_elems = one_d ? 1 : e->shape[1];
+    }
+    DType to = DType::f32;
+    size_t done_elems = 0;
+    for (const auto& n : names) {
+      PHOTON_ASSIGN_OR_RETURN(HostTensor h, fetch(n));
+      if (done_elems == 0) {
+        to = backend_.weight_dtype(h.dtype);
+        staging_.resize(size_t(rows * row_elems) * dtype_size(to));
+      }
+      const size_t count = size_t(h.numel());
+      if (!convert_elements(h.data, h.dtype, staging_.data() + done_elems * dtype_size(to), to, count))
+        return fail(Errc::unsupported, fmt::format("{}: tensor '{}': backend {} cannot hold {} weights as {}",
+                                                   h.origin, h.name, backend_.name(), dtype_name(h.dtype),
+                                                   dtype_name(to)));
+      done_elems += count;
+    }
+    const size_t bytes = staging_.size();
+    PHOTON_ASSIGN_OR_RETURN(Buffer buf, backend_.allocate(bytes));
+    PHOTON_TRY(backend_.copy_to_device(buf.data(), staging_.data(), bytes));
+    Tensor t = one_d ? buf.tensor(to, {rows}) : buf.tensor(to, {rows, row_elems});
+    storage_.push_back(std::move(buf));
+    return t;
+  }
+
+  Result<Tensor> single(const std::string& name) { return stacked({name}); }
+
+  Result<Weight> linear(std::initializer_list<std::string> names) {
+    Weight w;
+    PHOTON_ASSIGN_OR_RETURN(w.w, stacked(names));
+    return w;
+  }
+
+ private:
+  Result<const ExpectedTensor*> expected(const std::string& name) const {
+    auto it = expected_.find(name);
+    if (it == expected_.end()) return fail(Errc::internal, "decoder loader asks for unlisted tensor " + name);
+    return &it->second;
+  }
+
+  Result<HostTensor> fetch(const std::string& name) {
+    PHOTON_ASSIGN_OR_RETURN(const ExpectedTensor* e, expected(name));
+    PHOTON_ASSIGN_OR_RETURN(HostTensor h, source_.get(name));
+    if (h.shape != e->shape)
+      return fail(Errc::shape_mismatch, fmt::format("{}: tensor '{}' has shape {}, config.json implies [{}]", h.origin,
+                                                    name, h.shape_string(), fmt::join(e->shape, ", ")));
+    if (!is_float_dtype(h.dtype))
+      return fail(Errc::shape_mismatch, fmt::format("{}: tensor '{}' has dtype {}; weights must be F32, BF16 or F16",
+                                                    h.origin, name, dtype_name(h.dtype)));
+    return h;
+  }
+
+  WeightSource& source_;
+  Backend& backend_;
+  std::vector<Buffer>& storage_;
+  std::unordered_map<std::string, ExpectedTensor> expected_;
+  std::vector<uint8_t> staging_;
+};
+
+}  // namespace
+
+Result<DecoderWeights> load_decoder_weights(const ModelConfig& c, WeightSource& source, Backend& backend) {
+  DecoderWeights w;
+  Uploader up(c, source, backend, w.storage);
+  PHOTON_ASSIGN_OR_RETURN(w.embed, up.linear({"model.embed_tokens.weight"}));
+  w.layers.resize(size_t(c.num_layers));
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    DecoderLayerWeights& L = w.layers[size_t(l)];
+    auto name = [l](std::string_view suffix) { return layer_tensor_name(l, suffix); };
+    PHOTON_ASSIGN_OR_RETURN(L.input_norm, up.single(name("input_layernorm.weight")));
+    PHOTON_ASSIGN_OR_RETURN(L.qkv, up.linear({name("self_attn.q_proj.weight"), name("self_attn.k_proj.weight"),
+                                              name("self_attn.v_proj.weight")}));
+    PHOTON_ASSIGN_OR_RETURN(L.o, up.linear({name("self_attn.o_proj.weight")}));
+    if (c.qk_norm) {
+      PHOTON_ASSIGN_OR_RETURN(L.q_norm, up.single(name("self_attn.q_norm.weight")));
+      PHOTON_ASSIGN_OR_RETURN(L.k_norm, up.single(name("self_attn.k_norm.weight")));
+    }
+    PHOTON_ASSIGN_OR_RETURN(L.post_attention_norm, up.single(name("post_attention_layernorm.weight")));
+    PHOTON_ASSIGN_OR_RETURN(L.gate_up, up.linear({name("mlp.gate_proj.weight"), name("mlp.up_proj.weight")}));
+    PHOTON_ASSIGN_OR_RETURN(L.down, up.linear({name("mlp.down_proj.weight")}));
+  }
+  PHOTON_ASSIGN_OR_RETURN(w.final_norm, up.single("model.norm.weight"));
+  if (c.tie_word_embeddings) {
+    w.lm_head = w.embed;
+  } else {
+    PHOTON_ASSIGN_OR_RETURN(w.lm_head, up.linear({"lm_head.weight"}));
+  }
+
+  const std::vector<float> inv_freq = rope_inv_freq(c.rope, c.head_dim);
+  const size_t bytes = inv_freq.size() * sizeof(float);
+  PHOTON_ASSIGN_OR_RETURN(Buffer buf, backend.allocate(bytes));
+  PHOTON_TRY(backend.copy_to_device(buf.data(), inv_freq.data(), bytes));
+  w.inv_freq = buf.tensor(DType::f32, {int64_t(inv_freq.size())});
+  w.storage.push_back(std::move(buf));
+  return w;
+}
+
+}  // namespace photon

@@ -1,0 +1,44 @@
+// The weights of a Llama / Qwen3 decoder in a backend's layout, loaded once
+// from a WeightSource: shapes and dtypes validated against the config, q/k/v
+// fused into one projection and gate/up into another, every tensor converted
+// to Backend::weight_dtype(stored dtype) (norm weights included) and copied
+// into backend memory. Nothing reads the source after loading.
+//
+// Ownership: `storage` owns every tensor's memory (backend buffers); the
+// struct is move-only and must not outlive the backend.
+#pragma once
+
+#include <vector>
+
+#include "core/backend.hpp"
+#include "model/config.hpp"
+#include "model/weight_source.hpp"
+#include "photon/result.hpp"
+
+namespace photon {
+
+struct DecoderLayerWeights {
+  Weight qkv;                // [(nq + 2 nkv) * hd, H]: q_proj rows, then k_proj, then v_proj
+  Weight o;                  // [H, nq * hd]
+  Weight gate_up;            // [2 I, H]: gate_proj rows, then up_proj
+  Weight down;               // [H, I]
+  Tensor input_norm;         // [H]
+  Tensor post_attention_norm;  // [H]
+  Tensor q_norm;             // [hd] (Qwen3), empty otherwise
+  Tensor k_norm;             // [hd] (Qwen3), empty otherwise
+};
+
+struct DecoderWeights {
+  Weight embed;       // [V, H]
+  Weight lm_head;     // [V, H]; views the embedding's memory when tied
+  Tensor final_norm;  // [H]
+  Tensor inv_freq;    // [hd / 2] f32: RoPE inverse frequencies (rope_inv_freq)
+  std::vector<DecoderLayerWeights> layers;
+  std::vector<Buffer> storage;
+};
+
+// Errors: missing_tensor / shape_mismatch naming the file and tensor, and
+// the backend's allocation or copy errors.
+Result<DecoderWeights> load_decoder_weights(const ModelConfig& config, WeightSource& source, Backend& backend);
+
+}  // namespace photon

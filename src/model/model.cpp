@@ -1,0 +1,38 @@
+#include "model/model.hpp"
+
+#include <fmt/format.h>
+
+#include "core/safetensors.hpp"
+#include "core/try.hpp"
+#include "model/architectures.hpp"
+#include "model/weight_source.hpp"
+
+namespace photon {
+
+namespace {
+Result<const Architecture*> architecture_of(const ModelConfig& config) {
+  const Architecture* arch = find_architecture(config.architecture);
+  if (arch == nullptr)
+    return fail(Errc::unknown_architecture, fmt::format("architecture '{}' is not supported (photon supports {})",
+                                                        config.architecture, supported_architectures()));
+  return arch;
+}
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& dir, Backend& backend, const ModelLoadOptions& options) {
+  PHOTON_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::load(dir));
+  PHOTON_ASSIGN_OR_RETURN(const Architecture* arch, architecture_of(config));
+  PHOTON_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(dir));
+  CheckpointSource source(std::move(checkpoint), dir);
+  return arch->factory(config, source, backend, options);
+}
+
+Result<std::unique_ptr<Model>> Model::create_random(const ModelConfig& config, Backend& backend, uint64_t seed,
+                                                    const ModelLoadOptions& options) {
+  PHOTON_TRY(config.validate());
+  PHOTON_ASSIGN_OR_RETURN(const Architecture* arch, architecture_of(config));
+  RandomSource source(config, seed);
+  return arch->factory(config, source, backend, options);
+}
+
+}  // namespace photon

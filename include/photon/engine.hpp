@@ -142,8 +142,9 @@ class PHOTON_API Engine {
   // Loads the model, picks the backend and sizes the KV cache.
   // Errors: the model loader's (file_not_found, bad_json, missing_tensor...),
   // invalid_argument (an option out of range, two KV sizes given),
-  // unsupported (backend "cuda" in a build without CUDA), out_of_memory
-  // (the KV budget holds no full-length sequence).
+  // unsupported (backend "cuda" in a build without CUDA), cuda_error (no
+  // usable GPU for "cuda"), out_of_memory (the KV budget buys no block, or
+  // more than the free memory).
   static Result<Engine> open(const EngineOptions& options);
 
   Engine(Engine&&) noexcept;

@@ -131,6 +131,7 @@ class Tokenizer {
 
  private:
   friend class DetokenizerStream;
+  friend const Impl& tokenizer_impl(const Tokenizer& t) noexcept;  // src/ and tests only
   explicit Tokenizer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

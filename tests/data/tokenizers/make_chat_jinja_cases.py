@@ -10,7 +10,7 @@ transformers' tojson, raise_exception, strftime_now; the special tokens of
 tokenizer_config.json and tools=None passed as variables). The llama3 file
 also holds Llama 3.0's template (Meta-Llama-3-8B-Instruct) and renderings of it.
 
-Run from the repository root with Debian's python3-jinja2:
+Run from the repository root (needs python3's jinja2):
   python3 tests/data/tokenizers/make_chat_jinja_cases.py
 """
 import json

@@ -46,7 +46,7 @@ install(FILES ${PROJECT_BINARY_DIR}/package/photonConfig.cmake ${PROJECT_BINARY_
 # `cmake --install build --prefix DIR` works for any DIR.
 file(RELATIVE_PATH PHOTON_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 string(REGEX REPLACE "/$" "" PHOTON_PC_TO_PREFIX "${PHOTON_PC_TO_PREFIX}")
-set(PHOTON_PC_LIBS_PRIVATE "-lfmt -lsentencepiece -lpcre2-8 -lstdc++ -lm -lpthread")
+set(PHOTON_PC_LIBS_PRIVATE "-lfmt -lsentencepiece -lpcre2-8 -licuuc -lstdc++ -lm -lpthread")
 if(PHOTON_PACKAGE_HAS_CUDA)
   string(APPEND PHOTON_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcublasLt -lcudart_static -ldl -lrt")
 endif()

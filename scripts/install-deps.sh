@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git xz-utils
-  libfmt-dev nlohmann-json3-dev libpcre2-dev libsentencepiece-dev
+  libfmt-dev nlohmann-json3-dev libpcre2-dev libsentencepiece-dev libicu-dev
   libcpp-httplib-dev libcli11-dev catch2 libbenchmark-dev
   # C ABI checks and the examples against the installed package (scripts/check-package.sh):
   # libabigail's abidw/abidiff, jq for the golden files, valgrind for the leak test, Go for examples/go.

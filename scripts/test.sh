@@ -10,3 +10,10 @@ cmake --build build -j"$(nproc)"
 ctest --test-dir build -LE cuda --output-on-failure -j"$(nproc)"
 # C ABI: libphoton.so's exported C ABI against the committed baseline (~1 s).
 scripts/abi-check.sh build
+
+# ThreadSanitizer build of the engine's thread-safety tests ([thread]): a
+# second, CPU-only build folder holding just the scheduler test executable.
+scripts/configure.sh build-tsan -DPHOTON_WERROR=ON -DPHOTON_SANITIZE_THREAD=ON -DPHOTON_BUILD_CUDA=OFF \
+  -DPHOTON_BUILD_EXAMPLES=OFF
+cmake --build build-tsan -j"$(nproc)" --target photon_tests_scheduler
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ./build-tsan/tests/photon_tests_scheduler "[thread]"

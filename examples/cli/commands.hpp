@@ -33,7 +33,7 @@ struct CliRegistrar {
 // Unwraps a Result or fails the subcommand with its error.
 template <class T>
 T unwrap(Result<T>&& r) {
-  if (!r) fail(r.error());
+  if (!r) ::photon::cli::fail(r.error());  // qualified: ADL would also find photon::fail(Error)
   if constexpr (!std::is_void_v<T>) return std::move(*r);
 }
 

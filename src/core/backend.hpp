@@ -119,7 +119,8 @@ class Backend {
 
   // ---- sampling -----------------------------------------------------------
   // Samples one token per row of logits[R, V] (f32; may be overwritten as
-  // scratch). Outputs land in host memory; this call waits for them.
+  // scratch) as docs/sampling.md specifies. Outputs land in host memory; this
+  // call waits for them.
   virtual Result<void> sample(Tensor logits, const SampleBatch& batch, const SampleOutput& out) = 0;
 
  protected:

@@ -37,8 +37,8 @@ struct CpuScratch {
   WorkerScratch<float> attention;      // one row of scores per worker
   WorkerScratch<float> rope;           // cos and sin of one token per worker
   std::vector<int32_t> seq_of_token;   // [T] sequence index of each token (attention)
-  WorkerScratch<float> sample_values;  // [V] per worker: probabilities of one row
-  WorkerScratch<int32_t> sample_ids;   // [V] per worker: candidate token ids of one row
+  WorkerScratch<int32_t> sample_ids;   // [V] per worker: token ids of one row, partly sorted
+  WorkerScratch<float> sample_z;       // [V] per worker: one row's penalized, tempered logits
 };
 
 // Shape / dtype checks shared by the ops; each returns invalid_argument or

@@ -3,7 +3,9 @@
 // Each logits row is sampled with its own parameters; the random draw of a
 // row depends only on (seed, step) of its sequence, never on the batch, so a
 // seeded request gives the same tokens whatever else runs beside it and across
-// preemption. Thread-compatibility: plain values.
+// preemption. The exact algorithm every backend implements (penalties, greedy,
+// temperature, top-k, top-p, min-p, the Philox draw, logprobs) is written in
+// docs/sampling.md. Thread-compatibility: plain values.
 #pragma once
 
 #include <cstdint>
@@ -27,10 +29,12 @@ struct SampleBatch {
   int32_t num_rows = 0;                     // R
   const SamplingParams* params = nullptr;   // [R]
   const uint64_t* steps = nullptr;          // [R] tokens this sequence has sampled before (Philox counter)
-  // Penalty history, ragged: row r's distinct tokens are
+  // Penalty history, ragged: row r's distinct tokens (prompt and output) are
   // history_tokens[history_offsets[r] .. history_offsets[r+1]) with their
-  // occurrence counts in history_counts (same indices). Prompt tokens count
-  // for repetition_penalty only (flag history_in_prompt_only).
+  // occurrence counts among generated tokens in history_output_counts (same
+  // indices). Every listed token gets repetition_penalty; those with a count
+  // > 0 also get presence/frequency penalties. history_offsets may be null
+  // (no history for any row).
   const int32_t* history_offsets = nullptr;  // [R+1]
   const int32_t* history_tokens = nullptr;
   const int32_t* history_output_counts = nullptr;  // occurrences among generated tokens (0 => prompt only)
@@ -40,9 +44,12 @@ struct SampleBatch {
 // Outputs, host memory owned by the caller.
 struct SampleOutput {
   int32_t* token_ids = nullptr;     // [R]
-  float* logprobs = nullptr;        // [R] log-probability of the chosen token (after temperature, before filtering)
-  int32_t* top_ids = nullptr;       // [R * max_logprobs], may be null when max_logprobs == 0
-  float* top_logprobs = nullptr;    // [R * max_logprobs]
+  // Logprobs are log-softmax of the raw logits (before penalties and
+  // temperature, vLLM's default), for the chosen token and the top-n.
+  float* logprobs = nullptr;        // [R] of the chosen token; may be null
+  int32_t* top_ids = nullptr;       // [R * max_logprobs] top-n by raw logit (ties: lower id), -1 padded;
+                                    // may be null when max_logprobs == 0
+  float* top_logprobs = nullptr;    // [R * max_logprobs] their logprobs, -inf padded
 };
 
 }  // namespace photon

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "core/safetensors.hpp"
 #include "core/try.hpp"
 #include "model/architectures.hpp"
@@ -20,6 +22,9 @@ Result<const Architecture*> architecture_of(const ModelConfig& config) {
 }  // namespace
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& dir, Backend& backend, const ModelLoadOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    return fail(Errc::file_not_found, fmt::format("{}: no such model folder", dir));
   PHOTON_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::load(dir));
   PHOTON_ASSIGN_OR_RETURN(const Architecture* arch, architecture_of(config));
   PHOTON_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(dir));

@@ -3,19 +3,9 @@
 #include <algorithm>
 #include <string>
 
-namespace photon {
+#include "scheduler/mix64.hpp"
 
-namespace {
-// One 64-bit mixing round (the splitmix64 finalizer).
-inline uint64_t mix64(uint64_t x) noexcept {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
-}
-}  // namespace
+namespace photon {
 
 uint64_t hash_block(uint64_t parent_hash, std::span<const int32_t> tokens) noexcept {
   uint64_t h = mix64(parent_hash ^ 0x9e3779b97f4a7c15ull);

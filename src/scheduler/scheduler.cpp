@@ -22,22 +22,15 @@ void Scheduler::add(Sequence* seq) {
 
 void Scheduler::finish(Sequence* seq) {
   if (seq->status == SeqStatus::finished) return;
-  if (seq->status == SeqStatus::running) ++pending_removals_running_;
-  else ++pending_removals_waiting_;
+  if (seq->status == SeqStatus::running) {
+    auto it = std::find(running_.begin(), running_.end(), seq);
+    if (it != running_.end()) running_.erase(it);
+  } else {
+    auto it = std::find(waiting_.begin(), waiting_.end(), seq);
+    if (it != waiting_.end()) waiting_.erase(it);
+  }
   blocks_.release(*seq);
   seq->status = SeqStatus::finished;
-}
-
-void Scheduler::drop_finished() {
-  auto is_finished = [](const Sequence* s) { return s->status == SeqStatus::finished; };
-  if (pending_removals_running_ > 0) {
-    running_.erase(std::remove_if(running_.begin(), running_.end(), is_finished), running_.end());
-    pending_removals_running_ = 0;
-  }
-  if (pending_removals_waiting_ > 0) {
-    waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), is_finished), waiting_.end());
-    pending_removals_waiting_ = 0;
-  }
 }
 
 void Scheduler::preempt(Sequence* seq) {
@@ -50,7 +43,6 @@ void Scheduler::preempt(Sequence* seq) {
 
 void Scheduler::schedule(StepSchedule& out) {
   out.clear();
-  drop_finished();
   int32_t budget = options_.max_batch_tokens;
 
   // Phase 1: continue RUNNING sequences, oldest first.

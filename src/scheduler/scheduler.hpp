@@ -69,28 +69,26 @@ class Scheduler {
   // sequence's num_computed_tokens and registers its newly full blocks in the
   // prefix cache. (The engine then appends sampled tokens.)
   void commit(const StepSchedule& sched);
-  // Ends a sequence wherever it is (running or waiting): releases its blocks
-  // and marks it finished. The queue entry goes at the next schedule().
+  // Ends a sequence wherever it is (running or waiting): takes it out of its
+  // queue, releases its blocks and marks it finished. The caller may destroy
+  // it afterwards.
   void finish(Sequence* seq);
 
-  int32_t num_running() const noexcept { return int32_t(running_.size()) - pending_removals_running_; }
-  int32_t num_waiting() const noexcept { return int32_t(waiting_.size()) - pending_removals_waiting_; }
-  bool has_work() const noexcept { return num_running() + num_waiting() > 0; }
-  // Queue contents in order (entries of finished sequences included until the next schedule()).
+  int32_t num_running() const noexcept { return int32_t(running_.size()); }
+  int32_t num_waiting() const noexcept { return int32_t(waiting_.size()); }
+  bool has_work() const noexcept { return !running_.empty() || !waiting_.empty(); }
+  // Queue contents in order.
   const std::vector<Sequence*>& running() const noexcept { return running_; }
   const std::deque<Sequence*>& waiting() const noexcept { return waiting_; }
   uint64_t num_preemptions() const noexcept { return num_preemptions_; }
 
  private:
-  void drop_finished();
   void preempt(Sequence* seq);
 
   SchedulerOptions options_;
   BlockManager& blocks_;
   std::vector<Sequence*> running_;  // admission order (oldest first)
   std::deque<Sequence*> waiting_;   // FIFO; preempted sequences re-enter at the front
-  int32_t pending_removals_running_ = 0;
-  int32_t pending_removals_waiting_ = 0;
   uint64_t num_preemptions_ = 0;
   PrefixHit hit_;  // scratch
 };

@@ -97,7 +97,7 @@ TEST_CASE("cpu rmsnorm and add_rmsnorm match a naive loop", "[core]") {
   }
 }
 
-TEST_CASE("cpu rmsnorm over heads: x [T, heads, hd] with w [hd]", "[core]") {
+TEST_CASE("cpu rmsnorm over heads: x of T x heads x hd rows with w of hd", "[core]") {
   std::mt19937 rng(23);
   const int64_t T = 5, heads = 3, hd = 10;
   auto w = random_floats(rng, size_t(hd));

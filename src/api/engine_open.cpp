@@ -1,0 +1,93 @@
+// Engine::open: backend choice, model load, KV cache sizing, engine core.
+#include <random>
+#include <string>
+#include <thread>
+
+#include "api/engine_impl.hpp"
+#include "core/cpu_backend.hpp"
+#include "core/try.hpp"
+#include "model/model.hpp"
+#include "photon/engine.hpp"
+#include "scheduler/backend_runner.hpp"
+#include "scheduler/kv_budget.hpp"
+#ifdef PHOTON_HAVE_CUDA
+#include "cuda/cuda_backend.hpp"
+#endif
+
+namespace photon {
+
+namespace {
+
+Result<void> check_options(const EngineOptions& o) {
+  auto bad = [](const std::string& what) { return fail(Errc::invalid_argument, "engine option " + what); };
+  if (o.model_dir.empty()) return bad("model_dir is empty");
+  if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "auto")
+    return bad("backend = \"" + o.backend + "\": expected \"cpu\", \"cuda\" or \"auto\"");
+  if (o.device < 0) return bad("device = " + std::to_string(o.device) + " is negative");
+  if (o.threads < 0) return bad("threads = " + std::to_string(o.threads) + " is negative (0 = all cores)");
+  if (o.block_size < 1 || o.block_size > 1024) return bad("block_size = " + std::to_string(o.block_size) + " is outside [1, 1024]");
+  if (o.max_batch_tokens < 1) return bad("max_batch_tokens = " + std::to_string(o.max_batch_tokens) + " must be >= 1");
+  if (o.max_seqs < 1) return bad("max_seqs = " + std::to_string(o.max_seqs) + " must be >= 1");
+  return {};
+}
+
+Result<std::unique_ptr<Backend>> make_cpu(const EngineOptions& o) {
+  CpuBackendOptions cpu;
+  const int32_t threads = o.threads > 0 ? o.threads : int32_t(std::max(1u, std::thread::hardware_concurrency()));
+  cpu.num_threads = threads - 1;  // the stepping thread computes too
+  return make_cpu_backend(cpu);
+}
+
+Result<std::unique_ptr<Backend>> make_cuda(const EngineOptions& o) {
+#ifdef PHOTON_HAVE_CUDA
+  CudaBackendOptions cuda;
+  cuda.device = o.device;
+  return make_cuda_backend(cuda);
+#else
+  (void)o;
+  return fail(Errc::unsupported, "backend \"cuda\": photon was built without CUDA");
+#endif
+}
+
+Result<std::unique_ptr<Backend>> make_backend(const EngineOptions& o) {
+  if (o.backend == "cpu") return make_cpu(o);
+  if (o.backend == "cuda") return make_cuda(o);
+  auto cuda = make_cuda(o);  // "auto": a GPU when there is one
+  if (cuda) return cuda;
+  return make_cpu(o);
+}
+
+}  // namespace
+
+Result<Engine> Engine::open(const EngineOptions& options) {
+  PHOTON_TRY(check_options(options));
+  PHOTON_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, make_backend(options));
+  const std::string backend_name(backend->name());
+  PHOTON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(options.model_dir, *backend));
+  const ModelConfig& mc = model->config();
+
+  KvBudgetInputs in;
+  in.bytes_per_block = model->kv_bytes_per_block(options.block_size);
+  in.free_memory = backend->free_memory();
+  in.device_memory = backend_name != "cpu";
+  in.max_model_len = mc.max_position_embeddings;
+  PHOTON_ASSIGN_OR_RETURN(const int32_t num_blocks, kv_cache_blocks(options, in));
+  PHOTON_TRY(model->init_kv_cache(num_blocks, options.block_size));
+  PHOTON_TRY(model->reserve(options.max_batch_tokens, options.max_seqs));
+
+  EngineCoreConfig cc;
+  cc.num_blocks = num_blocks;
+  cc.block_size = options.block_size;
+  cc.max_batch_tokens = options.max_batch_tokens;
+  cc.max_seqs = options.max_seqs;
+  cc.prefix_caching = options.prefix_caching;
+  cc.vocab_size = mc.vocab_size;
+  cc.max_model_len = mc.max_position_embeddings;
+  cc.eos_token_ids = mc.eos_token_ids;
+  cc.seed_salt = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+  auto runner = std::make_unique<BackendModelRunner>(std::move(backend), std::move(model));
+  PHOTON_ASSIGN_OR_RETURN(std::unique_ptr<EngineCore> core, EngineCore::create(std::move(cc), std::move(runner)));
+  return EngineImplAccess::make(std::make_unique<Engine::Impl>(std::move(core), backend_name));
+}
+
+}  // namespace photon

@@ -1,0 +1,32 @@
+// BackendModelRunner: the ModelRunner of a real engine: stage the plan on the
+// backend, run the model's forward pass, sample on the backend.
+//
+// Ownership: owns the backend and the model (the model is destroyed first).
+// Thread-compatibility: one thread at a time (the engine's stepping thread).
+#pragma once
+
+#include <memory>
+
+#include "core/backend.hpp"
+#include "model/model.hpp"
+#include "scheduler/model_runner.hpp"
+
+namespace photon {
+
+class BackendModelRunner final : public ModelRunner {
+ public:
+  BackendModelRunner(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model) noexcept
+      : backend_(std::move(backend)), model_(std::move(model)) {}
+  ~BackendModelRunner() override { model_.reset(); }
+
+  Result<void> execute(const BatchPlan& plan, const SampleBatch& batch, const SampleOutput& out) override;
+
+  Backend& backend() noexcept { return *backend_; }
+  Model& model() noexcept { return *model_; }
+
+ private:
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Model> model_;  // borrows *backend_
+};
+
+}  // namespace photon

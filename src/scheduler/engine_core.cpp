@@ -1,0 +1,365 @@
+#include "scheduler/engine_core.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "core/try.hpp"
+#include "scheduler/mix64.hpp"
+
+namespace photon {
+
+namespace {
+
+Result<void> check_config(const EngineCoreConfig& c) {
+  auto bad = [](const char* field, int64_t v, const char* rule) {
+    return fail(Errc::invalid_argument, std::string("engine option ") + field + " = " + std::to_string(v) + ": " + rule);
+  };
+  if (c.num_blocks < 1) return bad("kv_blocks", c.num_blocks, "the KV cache needs at least one block");
+  if (c.block_size < 1 || c.block_size > 1024) return bad("block_size", c.block_size, "must be in [1, 1024]");
+  if (c.max_batch_tokens < 1) return bad("max_batch_tokens", c.max_batch_tokens, "must be >= 1");
+  if (c.max_seqs < 1) return bad("max_seqs", c.max_seqs, "must be >= 1");
+  if (c.vocab_size < 1) return bad("vocab_size", c.vocab_size, "must be >= 1");
+  if (c.max_model_len < 1) return bad("max_position_embeddings", c.max_model_len, "must be >= 1");
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EngineCore>> EngineCore::create(EngineCoreConfig config, std::unique_ptr<ModelRunner> runner) {
+  PHOTON_TRY(check_config(config));
+  if (!runner) return fail(Errc::invalid_argument, "engine core: no model runner");
+  return std::unique_ptr<EngineCore>(new EngineCore(std::move(config), std::move(runner)));
+}
+
+EngineCore::EngineCore(EngineCoreConfig config, std::unique_ptr<ModelRunner> runner)
+    : config_(std::move(config)),
+      runner_(std::move(runner)),
+      blocks_(config_.num_blocks, config_.block_size, config_.prefix_caching),
+      scheduler_(SchedulerOptions{config_.max_batch_tokens, config_.max_seqs}, blocks_) {
+  limits_.vocab_size = config_.vocab_size;
+  limits_.max_model_len = config_.max_model_len;
+  limits_.kv_capacity_tokens = kv_capacity_tokens();
+  limits_.eos_token_ids = config_.eos_token_ids;
+  update_metrics(StepStats{});
+}
+
+EngineCore::~EngineCore() { stop_loop(); }
+
+// ---- any thread ------------------------------------------------------------
+
+Result<RequestId> EngineCore::submit_impl(const Request& request, bool captured) {
+  PHOTON_ASSIGN_OR_RETURN(SequenceParams params, resolve_request(request, limits_, 0));
+  const RequestId id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  if (!request.sampling.seed) params.sampling.seed = mix64(config_.seed_salt ^ mix64(id));
+  Pending p{std::make_unique<Sequence>(id, request.prompt_tokens, std::move(params)), captured};
+  {
+    std::lock_guard lk(inbox_mutex_);
+    inbox_.push_back(std::move(p));
+    unfinished_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  { std::lock_guard lk(loop_mutex_); }  // a sleeping loop thread re-checks has_work()
+  loop_cv_.notify_one();
+  return id;
+}
+
+Result<void> EngineCore::cancel(RequestId id) {
+  if (id == 0 || id >= next_id_.load(std::memory_order_relaxed))
+    return fail(Errc::unknown_request, "cancel: no request with id " + std::to_string(id));
+  {
+    std::lock_guard lk(inbox_mutex_);
+    cancel_inbox_.push_back(id);
+  }
+  { std::lock_guard lk(loop_mutex_); }
+  loop_cv_.notify_one();
+  return {};
+}
+
+size_t EngineCore::poll(std::vector<Event>& out) {
+  std::lock_guard lk(events_mutex_);
+  const size_t n = events_.size();
+  for (Event& e : events_) out.push_back(std::move(e));
+  events_.clear();
+  return n;
+}
+
+EngineMetrics EngineCore::metrics() const {
+  EngineMetrics m;
+  {
+    std::lock_guard lk(metrics_mutex_);
+    m = metrics_;
+  }
+  std::lock_guard lk(inbox_mutex_);
+  m.waiting += int32_t(inbox_.size());
+  return m;
+}
+
+// ---- the step --------------------------------------------------------------
+
+void EngineCore::take_inboxes(StepStats& stats) {
+  std::vector<Pending> submitted;
+  std::vector<RequestId> cancelled;
+  {
+    std::lock_guard lk(inbox_mutex_);
+    submitted.swap(inbox_);
+    cancelled.swap(cancel_inbox_);
+  }
+  for (Pending& p : submitted) {
+    Sequence* seq = p.seq.get();
+    live_.emplace(seq->id(), Live{std::move(p.seq), p.captured});
+    scheduler_.add(seq);
+  }
+  for (RequestId id : cancelled) {
+    auto it = live_.find(id);
+    if (it == live_.end()) continue;  // already finished
+    Event ev;
+    ev.request = id;
+    finish(it->second, std::move(ev), FinishReason::cancelled, stats);
+    live_.erase(it);
+  }
+}
+
+void EngineCore::build_sample_batch() {
+  sampled_seqs_.clear();
+  for (const ScheduledSeq& s : sched_.seqs)
+    if (s.samples) sampled_seqs_.push_back(s.seq);
+  const size_t R = sampled_seqs_.size();
+  row_params_.resize(R);
+  row_steps_.resize(R);
+  hist_offsets_.assign(1, 0);
+  hist_tokens_.clear();
+  hist_counts_.clear();
+  max_logprobs_ = 0;
+  for (size_t r = 0; r < R; ++r) {
+    const Sequence& seq = *sampled_seqs_[r];
+    row_params_[r] = seq.params().sampling;
+    row_steps_[r] = seq.sample_step();
+    if (seq.tracks_penalties()) {
+      const auto toks = seq.penalty_counts().tokens();
+      const auto counts = seq.penalty_counts().output_counts();
+      hist_tokens_.insert(hist_tokens_.end(), toks.begin(), toks.end());
+      hist_counts_.insert(hist_counts_.end(), counts.begin(), counts.end());
+    }
+    hist_offsets_.push_back(int32_t(hist_tokens_.size()));
+    max_logprobs_ = std::max(max_logprobs_, row_params_[r].num_logprobs);
+  }
+  out_tokens_.assign(R, -1);
+  out_logprobs_.assign(R, 0.0f);
+  out_top_ids_.assign(R * size_t(max_logprobs_), -1);
+  out_top_logprobs_.assign(R * size_t(max_logprobs_), 0.0f);
+}
+
+void EngineCore::finish(Live& live, Event ev, FinishReason reason, StepStats& stats) {
+  scheduler_.finish(live.seq.get());
+  ev.finish = reason;
+  step_events_.push_back({std::move(ev), live.captured});
+  ++stats.finished;
+}
+
+Result<StepStats> EngineCore::step() {
+  std::lock_guard step_lock(step_mutex_);
+  StepStats stats;
+  step_events_.clear();
+  take_inboxes(stats);
+  scheduler_.schedule(sched_);
+  stats.preempted = int32_t(sched_.preempted.size());
+  Result<void> outcome;
+  if (!sched_.empty()) {
+    stats.seqs = int32_t(sched_.seqs.size());
+    stats.tokens = sched_.plan.num_tokens();
+    build_sample_batch();
+    SampleBatch batch;
+    batch.num_rows = int32_t(sampled_seqs_.size());
+    batch.params = row_params_.data();
+    batch.steps = row_steps_.data();
+    batch.history_offsets = hist_offsets_.data();
+    batch.history_tokens = hist_tokens_.data();
+    batch.history_output_counts = hist_counts_.data();
+    batch.max_logprobs = max_logprobs_;
+    SampleOutput out{out_tokens_.data(), out_logprobs_.data(), max_logprobs_ ? out_top_ids_.data() : nullptr,
+                     max_logprobs_ ? out_top_logprobs_.data() : nullptr};
+    outcome = runner_->execute(sched_.plan, batch, out);
+    std::vector<RequestId> ended;
+    if (!outcome) {
+      // The batch's requests end with the error; every other request is untouched.
+      for (const ScheduledSeq& s : sched_.seqs) {
+        Event ev;
+        ev.request = s.seq->id();
+        ev.error = outcome.error().message;
+        finish(live_.at(s.seq->id()), std::move(ev), FinishReason::error, stats);
+        ended.push_back(s.seq->id());
+      }
+    } else {
+      scheduler_.commit(sched_);
+      for (size_t r = 0; r < sampled_seqs_.size(); ++r) {
+        Sequence& seq = *sampled_seqs_[r];
+        Live& live = live_.at(seq.id());
+        Event ev;
+        ev.request = seq.id();
+        const int32_t tok = out_tokens_[r];
+        if (tok < 0 || tok >= config_.vocab_size) {
+          ev.error = "the sampler returned token " + std::to_string(tok) + " outside the vocabulary";
+          finish(live, std::move(ev), FinishReason::error, stats);
+          ended.push_back(seq.id());
+          continue;
+        }
+        seq.append_token(tok);
+        ++stats.sampled;
+        ev.token = tok;
+        ev.logprob = out_logprobs_[r];
+        const int32_t n_top = seq.params().sampling.num_logprobs;
+        for (int32_t k = 0; k < n_top; ++k) {
+          const size_t i = r * size_t(max_logprobs_) + size_t(k);
+          ev.top_logprobs.push_back({out_top_ids_[i], out_top_logprobs_[i]});
+        }
+        const auto& stops = seq.params().stop_token_ids;
+        FinishReason reason = FinishReason::none;
+        if (std::binary_search(stops.begin(), stops.end(), tok)) reason = FinishReason::stop;
+        else if (seq.num_generated() >= seq.params().max_tokens) reason = FinishReason::length;
+        if (reason != FinishReason::none) {
+          finish(live, std::move(ev), reason, stats);
+          ended.push_back(seq.id());
+        } else {
+          step_events_.push_back({std::move(ev), live.captured});
+        }
+      }
+    }
+    for (RequestId id : ended) live_.erase(id);
+  }
+  publish_events();
+  update_metrics(stats);
+  if (!outcome) return fail(outcome.error().code, "engine step: " + outcome.error().message);
+  return stats;
+}
+
+void EngineCore::publish_events() {
+  if (step_events_.empty()) return;
+  int64_t finished = 0;
+  {
+    std::lock_guard lk(events_mutex_);
+    for (StepEvent& se : step_events_) {
+      if (se.event.finish != FinishReason::none) ++finished;
+      if (se.captured) captured_events_[se.event.request].push_back(std::move(se.event));
+      else events_.push_back(std::move(se.event));
+    }
+  }
+  step_events_.clear();
+  // After the events are visible: has_work() == false implies every finish event can be polled.
+  unfinished_.fetch_sub(finished, std::memory_order_acq_rel);
+  events_cv_.notify_all();
+}
+
+void EngineCore::update_metrics(const StepStats& stats) {
+  const BlockManagerStats bs = blocks_.stats();
+  std::lock_guard lk(metrics_mutex_);
+  EngineMetrics& m = metrics_;
+  m.running = scheduler_.num_running();
+  m.waiting = scheduler_.num_waiting();
+  m.kv_blocks_total = bs.num_blocks;
+  m.kv_blocks_used = bs.used;
+  m.kv_blocks_cached = bs.cached;
+  m.block_size = config_.block_size;
+  m.kv_usage = bs.usage();
+  m.prefix_hit_rate = bs.hit_rate();
+  if (stats.seqs > 0) ++m.steps;
+  m.tokens_scheduled += uint64_t(stats.tokens);
+  m.tokens_generated += uint64_t(stats.sampled);
+  m.preemptions = scheduler_.num_preemptions();
+  m.tokens_per_step = m.steps ? double(m.tokens_scheduled) / double(m.steps) : 0.0;
+}
+
+// ---- generate and the loop thread ------------------------------------------
+
+Result<std::vector<Completion>> EngineCore::generate(std::span<const Request> requests) {
+  // Check every request first so that none runs when one is malformed.
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto ok = resolve_request(requests[i], limits_, 0);
+    if (!ok) return fail(ok.error().code, "requests[" + std::to_string(i) + "]: " + ok.error().message);
+  }
+  std::vector<Completion> done(requests.size());
+  std::unordered_map<RequestId, size_t> index;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    PHOTON_ASSIGN_OR_RETURN(RequestId id, submit_impl(requests[i], true));
+    done[i].request = id;
+    index.emplace(id, i);
+  }
+  size_t remaining = requests.size();
+  auto collect = [&] {  // under events_mutex_
+    for (auto it = index.begin(); it != index.end();) {
+      auto ev = captured_events_.find(it->first);
+      bool finished = false;
+      if (ev != captured_events_.end()) {
+        Completion& c = done[it->second];
+        for (Event& e : ev->second) {
+          if (e.token >= 0) {
+            c.tokens.push_back(e.token);
+            c.logprobs.push_back(e.logprob);
+            if (!e.top_logprobs.empty()) c.top_logprobs.push_back(std::move(e.top_logprobs));
+          }
+          if (e.finish != FinishReason::none) {
+            c.finish = e.finish;
+            c.error = std::move(e.error);
+            finished = true;
+          }
+        }
+        captured_events_.erase(ev);
+      }
+      if (finished) {
+        --remaining;
+        it = index.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
+  while (true) {
+    {
+      std::unique_lock lk(events_mutex_);
+      collect();
+      if (remaining == 0) break;
+      if (loop_running_.load(std::memory_order_acquire)) {
+        // The loop thread steps; wake on its events (and re-check that it still runs).
+        events_cv_.wait_for(lk, std::chrono::milliseconds(20));
+        continue;
+      }
+    }
+    // A failed step ends its requests with error events, collected above.
+    (void)step();
+  }
+  return done;
+}
+
+Result<void> EngineCore::start_loop() {
+  std::lock_guard lk(loop_mutex_);
+  if (loop_thread_.joinable()) return fail(Errc::invalid_state, "start_loop: the engine loop is already running");
+  loop_stop_ = false;
+  loop_running_.store(true, std::memory_order_release);
+  loop_thread_ = std::thread([this] { loop(); });
+  return {};
+}
+
+void EngineCore::stop_loop() {
+  {
+    std::lock_guard lk(loop_mutex_);
+    if (!loop_thread_.joinable()) return;
+    loop_stop_ = true;
+  }
+  loop_cv_.notify_all();
+  loop_thread_.join();
+  loop_running_.store(false, std::memory_order_release);
+}
+
+void EngineCore::loop() {
+  std::unique_lock lk(loop_mutex_);
+  while (!loop_stop_) {
+    if (!has_work()) {
+      loop_cv_.wait(lk, [this] { return loop_stop_ || has_work(); });
+      continue;
+    }
+    lk.unlock();
+    (void)step();  // failures reach the requests as error events
+    lk.lock();
+  }
+}
+
+}  // namespace photon

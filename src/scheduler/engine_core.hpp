@@ -1,0 +1,142 @@
+// EngineCore: the engine behind photon::Engine, independent of how the model
+// is loaded (it drives a ModelRunner).
+//
+// step() = drain the submit/cancel inboxes -> Scheduler::schedule -> BatchPlan
+// -> ModelRunner::execute (forward + sample) -> commit computed tokens ->
+// append sampled tokens, check stop conditions -> publish events.
+//
+// Thread model (docs/engine.md):
+//  - submit / cancel push onto inboxes under inbox_mutex_ (any thread);
+//  - step() holds step_mutex_ for its whole run; the Scheduler, BlockManager
+//    and Sequences are touched only under it;
+//  - events are appended under events_mutex_ and drained by poll() (any
+//    thread) or, for requests started by generate(), by that call;
+//  - the optional loop thread calls step() while there is work and sleeps on
+//    loop_cv_ otherwise.
+// Deterministic for a given order of submit/cancel/step calls.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "photon/engine.hpp"
+#include "photon/result.hpp"
+#include "scheduler/block_manager.hpp"
+#include "scheduler/model_runner.hpp"
+#include "scheduler/request_params.hpp"
+#include "scheduler/scheduler.hpp"
+#include "scheduler/sequence.hpp"
+
+namespace photon {
+
+struct EngineCoreConfig {
+  int32_t num_blocks = 0;           // KV blocks in the pool
+  int32_t block_size = 16;
+  int32_t max_batch_tokens = 2048;
+  int32_t max_seqs = 256;
+  bool prefix_caching = true;
+  int32_t vocab_size = 0;
+  int32_t max_model_len = 0;        // max_position_embeddings
+  std::vector<int32_t> eos_token_ids;
+  uint64_t seed_salt = 0;           // mixed with the request id into the seed of unseeded requests
+};
+
+class EngineCore {
+ public:
+  // Errors: invalid_argument naming the option out of range.
+  static Result<std::unique_ptr<EngineCore>> create(EngineCoreConfig config, std::unique_ptr<ModelRunner> runner);
+  ~EngineCore();  // stops the loop thread
+  EngineCore(const EngineCore&) = delete;
+  EngineCore& operator=(const EngineCore&) = delete;
+
+  Result<RequestId> submit(const Request& request) { return submit_impl(request, false); }
+  Result<void> cancel(RequestId id);
+  Result<StepStats> step();
+  bool has_work() const noexcept { return unfinished_.load(std::memory_order_acquire) > 0; }
+  size_t poll(std::vector<Event>& out);
+  Result<std::vector<Completion>> generate(std::span<const Request> requests);
+  Result<void> start_loop();
+  void stop_loop();
+  EngineMetrics metrics() const;
+
+  const EngineCoreConfig& config() const noexcept { return config_; }
+  int64_t kv_capacity_tokens() const noexcept { return int64_t(config_.num_blocks) * config_.block_size; }
+
+ private:
+  EngineCore(EngineCoreConfig config, std::unique_ptr<ModelRunner> runner);
+
+  struct Pending {
+    std::unique_ptr<Sequence> seq;
+    bool captured = false;  // events go to generate(), not poll()
+  };
+  struct Live {
+    std::unique_ptr<Sequence> seq;
+    bool captured = false;
+  };
+  struct StepEvent {
+    Event event;
+    bool captured = false;
+  };
+
+  Result<RequestId> submit_impl(const Request& request, bool captured);
+  void take_inboxes(StepStats& stats);
+  void build_sample_batch();
+  // Ends `live` with `reason` (its blocks freed) and queues its finish event
+  // (`ev` carries the token, if any).
+  void finish(Live& live, Event ev, FinishReason reason, StepStats& stats);
+  void publish_events();
+  void update_metrics(const StepStats& stats);
+  void loop();
+
+  // ---- immutable after create ----
+  EngineCoreConfig config_;
+  RequestLimits limits_;
+
+  // ---- any thread ----
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<int64_t> unfinished_{0};  // accepted, finish event not yet published
+
+  mutable std::mutex inbox_mutex_;
+  std::vector<Pending> inbox_;
+  std::vector<RequestId> cancel_inbox_;
+
+  mutable std::mutex events_mutex_;
+  std::condition_variable events_cv_;
+  std::deque<Event> events_;  // for poll()
+  std::unordered_map<RequestId, std::vector<Event>> captured_events_;  // for generate()
+
+  mutable std::mutex metrics_mutex_;
+  EngineMetrics metrics_;
+
+  std::mutex loop_mutex_;
+  std::condition_variable loop_cv_;
+  std::thread loop_thread_;
+  bool loop_stop_ = false;
+  std::atomic<bool> loop_running_{false};
+
+  // ---- stepping thread (under step_mutex_) ----
+  std::mutex step_mutex_;
+  std::unique_ptr<ModelRunner> runner_;
+  BlockManager blocks_;
+  Scheduler scheduler_;
+  std::unordered_map<RequestId, Live> live_;
+  StepSchedule sched_;
+  std::vector<StepEvent> step_events_;
+  // Sampling arrays of the step's R rows.
+  std::vector<SamplingParams> row_params_;
+  std::vector<uint64_t> row_steps_;
+  std::vector<int32_t> hist_offsets_, hist_tokens_, hist_counts_;
+  std::vector<int32_t> out_tokens_, out_top_ids_;
+  std::vector<float> out_logprobs_, out_top_logprobs_;
+  int32_t max_logprobs_ = 0;
+  std::vector<Sequence*> sampled_seqs_;
+};
+
+}  // namespace photon

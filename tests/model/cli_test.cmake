@@ -1,0 +1,89 @@
+# Runs the `photon` CLI (-DPHOTON=path) in one of three modes (-DMODE=...):
+#   golden: `generate --json` on MODEL reproduces generated_ids of every GOLDEN_DIR/*.json
+#           that has them (prompt_ids given), with finish_reason "length"
+#   logits: `logits` on MODEL prints one row of vocab_size floats per input token
+#   errors: bad folders, malformed files and bad token lists exit with status 1
+#           and an "error:" message on stderr (never a crash)
+cmake_minimum_required(VERSION 3.20)
+
+function(json_int_list json key out)
+  string(JSON n LENGTH "${json}" ${key})
+  set(items "")
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    string(JSON v GET "${json}" ${key} ${i})
+    list(APPEND items ${v})
+  endforeach()
+  set(${out} "${items}" PARENT_SCOPE)
+endfunction()
+
+if(MODE STREQUAL "golden")
+  file(GLOB goldens ${GOLDEN_DIR}/*.json)
+  set(checked 0)
+  foreach(g ${goldens})
+    file(READ ${g} text)
+    string(JSON has_ids ERROR_VARIABLE no_ids GET "${text}" generated_ids)
+    if(no_ids)
+      continue()
+    endif()
+    json_int_list("${text}" prompt_ids prompt)
+    json_int_list("${text}" generated_ids expected)
+    list(LENGTH expected n)
+    list(JOIN prompt "," prompt_csv)
+    execute_process(COMMAND ${PHOTON} generate --model ${MODEL} --tokens ${prompt_csv} --max-tokens ${n} --json
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "${g}: photon generate failed (${rc}): ${err}")
+    endif()
+    json_int_list("${out}" tokens got)
+    string(JSON reason GET "${out}" finish_reason)
+    if(NOT got STREQUAL expected OR NOT reason STREQUAL "length")
+      message(FATAL_ERROR "${g}: expected ${expected} (length), got ${got} (${reason})")
+    endif()
+    math(EXPR checked "${checked} + 1")
+  endforeach()
+  if(checked EQUAL 0)
+    message(FATAL_ERROR "no golden generations found in ${GOLDEN_DIR}")
+  endif()
+  message(STATUS "${checked} golden generations reproduced by ${MODEL}")
+
+elseif(MODE STREQUAL "logits")
+  file(READ ${MODEL}/config.json config)
+  string(JSON vocab GET "${config}" vocab_size)
+  execute_process(COMMAND ${PHOTON} logits --model ${MODEL} --tokens 5,17,3
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "photon logits failed (${rc}): ${err}")
+  endif()
+  string(JSON rows LENGTH "${out}" logits)
+  string(JSON cols LENGTH "${out}" logits 2)
+  if(NOT rows EQUAL 3 OR NOT cols EQUAL vocab)
+    message(FATAL_ERROR "expected 3 rows of ${vocab} logits, got ${rows} rows of ${cols}")
+  endif()
+
+elseif(MODE STREQUAL "errors")
+  file(REMOVE_RECURSE ${SCRATCH})
+  file(MAKE_DIRECTORY ${SCRATCH}/malformed ${SCRATCH}/no-weights)
+  file(COPY ${MODEL}/config.json DESTINATION ${SCRATCH}/malformed)
+  file(COPY ${MODEL}/config.json DESTINATION ${SCRATCH}/no-weights)
+  file(WRITE ${SCRATCH}/malformed/model.safetensors "not a safetensors file at all")
+  set(cases
+    "missing folder|generate|--model|${SCRATCH}/absent|--tokens|1"
+    "folder without weights|generate|--model|${SCRATCH}/no-weights|--tokens|1"
+    "malformed weights|logits|--model|${SCRATCH}/malformed|--tokens|1"
+    "token id out of range|generate|--model|${MODEL}|--tokens|1,512"
+    "negative token id|logits|--model|${MODEL}|--tokens|-4"
+    "not a token id|generate|--model|${MODEL}|--tokens|1,two"
+    "prompt past max_position_embeddings|generate|--model|${MODEL}|--tokens|1|--max-tokens|600")
+  foreach(c ${cases})
+    string(REPLACE "|" ";" args "${c}")
+    list(POP_FRONT args what)
+    execute_process(COMMAND ${PHOTON} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc STREQUAL "1" OR NOT err MATCHES "error: ")
+      message(FATAL_ERROR "${what}: expected exit status 1 and an error message, got '${rc}': ${err}")
+    endif()
+    message(STATUS "${what}: ${err}")
+  endforeach()
+else()
+  message(FATAL_ERROR "unknown MODE '${MODE}'")
+endif()

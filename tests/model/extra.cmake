@@ -1,0 +1,21 @@
+# CLI tests of the model subcommands: the `photon` binary run by ctest through
+# CMake scripts (no other interpreter needed), labelled `model`.
+if(TARGET photon_cli)
+  set(_cli_script ${CMAKE_CURRENT_LIST_DIR}/cli_test.cmake)
+  foreach(model_dir ${PROJECT_SOURCE_DIR}/models/stories260K ${PROJECT_SOURCE_DIR}/tests/data/stories260K-untied)
+    get_filename_component(_name ${model_dir} NAME)
+    add_test(NAME "cli: generate reproduces the ${_name} goldens"
+      COMMAND ${CMAKE_COMMAND} -DMODE=golden -DPHOTON=$<TARGET_FILE:photon_cli> -DMODEL=${model_dir}
+              -DGOLDEN_DIR=${PROJECT_SOURCE_DIR}/models/stories260K/golden -P ${_cli_script})
+    set_tests_properties("cli: generate reproduces the ${_name} goldens" PROPERTIES LABELS model)
+  endforeach()
+  add_test(NAME "cli: logits prints one row per position"
+    COMMAND ${CMAKE_COMMAND} -DMODE=logits -DPHOTON=$<TARGET_FILE:photon_cli>
+            -DMODEL=${PROJECT_SOURCE_DIR}/tests/data/golden/qwen3-tiny -P ${_cli_script})
+  add_test(NAME "cli: bad inputs exit 1 with a message"
+    COMMAND ${CMAKE_COMMAND} -DMODE=errors -DPHOTON=$<TARGET_FILE:photon_cli>
+            -DMODEL=${PROJECT_SOURCE_DIR}/models/stories260K -DSCRATCH=${CMAKE_CURRENT_BINARY_DIR}/cli-test-scratch
+            -P ${_cli_script})
+  set_tests_properties("cli: logits prints one row per position" "cli: bad inputs exit 1 with a message"
+    PROPERTIES LABELS model)
+endif()

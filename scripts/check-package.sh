@@ -20,6 +20,17 @@ WORK=$BUILD/examples-installed
 MODEL=$ROOT/models/stories260K
 GOLDENS=(once_upon_a_time lily_and_ben unicode_byte_fallback)  # the examples' prompts, in order
 
+# Runs a command with its output in LOG, printing the log if it fails.
+logged() {  # logged LOG COMMAND...
+  local log=$1
+  shift
+  if ! "$@" >"$log" 2>&1; then
+    echo "check-package: failed: $*"
+    cat "$log"
+    exit 1
+  fi
+}
+
 step_start=0
 step() { step_start=$SECONDS; echo "check-package: $*"; }
 done_step() { echo "check-package:   ok ($((SECONDS - step_start)) s)"; }
@@ -42,7 +53,7 @@ check_output() {  # check_output NAME OUTPUT_FILE
 rm -rf "$PREFIX" "$WORK"
 mkdir -p "$WORK"
 step "install into $PREFIX"
-cmake --install "$BUILD" --prefix "$PREFIX" >"$WORK/install.log"
+logged "$WORK/install.log" cmake --install "$BUILD" --prefix "$PREFIX"
 LIBDIR=$(dirname "$(find "$PREFIX" -name 'libphoton.so' -print -quit)")
 export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
 export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -52,15 +63,15 @@ test "$(pkg-config --modversion photon)" = "$(sed -n 's/^#define PHOTON_VERSION_
 done_step
 
 step "examples/c (pkg-config)"
-make -s -C examples/c BUILD="$WORK" >/dev/null
+logged "$WORK/c-build.log" make -C examples/c BUILD="$WORK"
 "$WORK/photon-c-example" "$MODEL" >"$WORK/c.out"
 check_output c "$WORK/c.out"
 done_step
 
 step "examples/cmake-consumer (find_package, shared and static)"
-cmake -S examples/cmake-consumer -B "$WORK/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$PREFIX" >"$WORK/cmake-configure.log"
-cmake --build "$WORK/cmake" >"$WORK/cmake-build.log"
+logged "$WORK/cmake-configure.log" cmake -S examples/cmake-consumer -B "$WORK/cmake" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIX"
+logged "$WORK/cmake-build.log" cmake --build "$WORK/cmake"
 "$WORK/cmake/photon-cmake-example" "$MODEL" >"$WORK/cmake.out"
 check_output cmake-consumer "$WORK/cmake.out"
 "$WORK/cmake/photon-cmake-example-static" "$MODEL" >"$WORK/cmake-static.out"
@@ -68,20 +79,21 @@ check_output cmake-consumer-static "$WORK/cmake-static.out"
 done_step
 
 step "examples/rust (cargo, extern \"C\")"
-CARGO_TARGET_DIR="$WORK/rust" cargo build --offline --quiet --release --manifest-path examples/rust/Cargo.toml
+logged "$WORK/rust-build.log" env CARGO_TARGET_DIR="$WORK/rust" \
+  cargo build --offline --release --manifest-path examples/rust/Cargo.toml
 "$WORK/rust/release/photon-rust-example" "$MODEL" >"$WORK/rust.out"
 check_output rust "$WORK/rust.out"
 done_step
 
 step "examples/go (cgo)"
-(cd examples/go && GOCACHE="$WORK/go-cache" GOPATH="$WORK/go-path" GOPROXY=off GOFLAGS=-mod=readonly \
-  go build -o "$WORK/photon-go-example" .)
+logged "$WORK/go-build.log" env -C examples/go GOCACHE="$WORK/go-cache" GOPATH="$WORK/go-path" GOPROXY=off \
+  GOFLAGS=-mod=readonly go build -o "$WORK/photon-go-example" .
 "$WORK/photon-go-example" "$MODEL" >"$WORK/go.out"
 check_output go "$WORK/go.out"
 done_step
 
 step "uninstall"
-cmake --build "$BUILD" --target uninstall >"$WORK/uninstall.log"
+logged "$WORK/uninstall.log" cmake --build "$BUILD" --target uninstall
 left=$(find "$PREFIX" -type f -o -type l | wc -l)
 if [[ "$left" != 0 ]]; then
   echo "check-package: uninstall left files behind:"; find "$PREFIX" -type f -o -type l

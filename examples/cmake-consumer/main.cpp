@@ -13,7 +13,7 @@
 
 namespace {
 
-int fail(const photon::Error& e) {
+int report(const photon::Error& e) {
   std::fprintf(stderr, "error: %s (%s)\n", e.message.c_str(), std::string(photon::errc_name(e.code)).c_str());
   return 1;
 }
@@ -35,19 +35,19 @@ int main(int argc, char** argv) {
   };
 
   auto tokenizer = photon::Tokenizer::load(model_dir);
-  if (!tokenizer) return fail(tokenizer.error());
+  if (!tokenizer) return report(tokenizer.error());
   auto engine = photon::Engine::open({.model_dir = model_dir, .backend = "cpu", .kv_blocks = 64});
-  if (!engine) return fail(engine.error());
+  if (!engine) return report(engine.error());
 
   std::map<photon::RequestId, size_t> index;
   std::vector<Output> out(prompts.size());
   std::vector<photon::DetokenizerStream> streams;
   for (size_t i = 0; i < prompts.size(); ++i) {
     auto ids = tokenizer->encode(prompts[i]);
-    if (!ids) return fail(ids.error());
+    if (!ids) return report(ids.error());
     photon::Request request{.prompt_tokens = *ids, .sampling = {.temperature = 0.0f}, .max_tokens = 64};
     auto id = engine->submit(std::move(request));
-    if (!id) return fail(id.error());
+    if (!id) return report(id.error());
     index[*id] = i;
     streams.emplace_back(*tokenizer, photon::DecodeOptions{.skip_special_tokens = true});
     for (int32_t t : *ids) (void)streams.back().feed(t);  // decode the output in the prompt's context
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   std::vector<photon::Event> events;
   while (finished < prompts.size()) {
     auto step = engine->step();
-    if (!step) return fail(step.error());
+    if (!step) return report(step.error());
     events.clear();
     engine->poll(events);
     for (const photon::Event& e : events) {

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "photon/export.h"
 #include "photon/result.hpp"
 
 namespace photon {
@@ -67,7 +68,7 @@ enum class ChatTemplateKind : int32_t {
 
 // Thread-compatibility: after load, every const member may be called from any
 // number of threads at once. Move-only.
-class Tokenizer {
+class PHOTON_API Tokenizer {
  public:
   // Loads `dir`: tokenizer.json if present, else tokenizer.model; plus
   // tokenizer_config.json and generation_config.json (config.json's
@@ -141,7 +142,7 @@ class Tokenizer {
 // tokenizer.decode(all ids) exactly.
 // Borrows the tokenizer (it must outlive the stream). Thread-compatible: one
 // thread at a time per stream. Move-only.
-class DetokenizerStream {
+class PHOTON_API DetokenizerStream {
  public:
   explicit DetokenizerStream(const Tokenizer& tokenizer, const DecodeOptions& options = {});
   DetokenizerStream(DetokenizerStream&&) noexcept;
@@ -169,7 +170,7 @@ class DetokenizerStream {
 // a stop string is held back until it is known not to be, so no part of a
 // stop string ever reaches the caller, whatever the chunking.
 // Thread-compatible; copyable.
-class StopStringMatcher {
+class PHOTON_API StopStringMatcher {
  public:
   // invalid_argument for an empty stop string. No stop strings: every feed
   // passes its text through.

@@ -1,5 +1,5 @@
 /* Reads the fields the C tests need from photon's golden JSON files
- * (models/stories260K/golden/*.json: "prompt", "prompt_ids",
+ * (models/stories260K/golden/<name>.json: "prompt", "prompt_ids",
  * "generated_ids", "full_text"). Not a JSON parser: it finds `"key":` and
  * reads the string or integer array after it, which is all these files use.
  * C99; static inline so each test takes what it needs. */

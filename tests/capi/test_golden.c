@@ -1,5 +1,5 @@
 /* Golden: tokens generated through the C API equal the greedy ids of
- * models/stories260K/golden/*.json, for prompts given as token ids and as
+ * models/stories260K/golden/<name>.json, for prompts given as token ids and as
  * text, all eight requests batched together; the streamed text equals the
  * golden full text after the prompt. */
 #include "engine_util.h"

@@ -132,6 +132,7 @@ class PHOTON_API Tokenizer {
 
  private:
   friend class DetokenizerStream;
+  friend const Impl& tokenizer_impl(const Tokenizer& t) noexcept;  // src/ and tests only
   explicit Tokenizer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -7,11 +7,23 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/cpu_simd.hpp"
 #include "core/thread_pool.hpp"
+
+// Marks a hot loop to be compiled twice on x86-64 with GCC (AVX2 and the
+// baseline), the variant picked once at load time. Both run the same fp32
+// operations in the same order (ISO C++ mode disables FMA contraction, and
+// the avx2 target does not enable FMA), so results are identical.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PHOTON_CPU_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define PHOTON_CPU_CLONES
+#endif
 
 namespace photon::cpu {
 
@@ -48,32 +60,54 @@ Result<void> expect_float_dtype(const char* op, const char* name, const Tensor& 
 Result<void> expect_data(const char* op, const char* name, const Tensor& t);
 std::string shape_string(const Tensor& t);
 
-// sum_k a[k] * b[k] with kLanes independent fp32 accumulators (vectorizable
-// without reassociation), reduced pairwise in a fixed order.
-inline float dot_f32(const float* __restrict a, const float* __restrict b, int64_t n) noexcept {
-  constexpr int kLanes = 16;
-  float acc[kLanes] = {};
-  int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] += a[k + j] * b[k + j];
-  for (int j = 0; k + j < n; ++j) acc[j] += a[k + j] * b[k + j];
-  for (int w = kLanes / 2; w > 0; w /= 2)
-    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
-  return acc[0];
-}
-
 // out[n] = x[n] * rsqrt(mean(x^2) + eps) * w[n], w already widened to f32.
 void rmsnorm_row(const float* x, const float* w, int64_t n, float eps, float* out) noexcept;
 
 // Widens n elements of a float tensor's data (f32 / bf16 / f16) starting at
-// element `offset` into dst (f32).
-void widen_row(const Tensor& t, int64_t offset, int64_t n, float* dst) noexcept;
+// element `offset` into dst (f32). Inline so that hot loops compiled with
+// PHOTON_CPU_CLONES get it vectorized for their target.
+inline void widen_row(const Tensor& t, int64_t offset, int64_t n, float* dst) noexcept {
+  switch (t.dtype) {
+    case DType::f32: {
+      const float* src = t.as<const float>() + offset;
+      for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+      break;
+    }
+    case DType::bf16: {
+      const uint16_t* src = t.as<const uint16_t>() + offset;
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+      break;
+    }
+    case DType::f16: {
+      const uint16_t* src = t.as<const uint16_t>() + offset;
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+      break;
+    }
+    case DType::i8:
+    case DType::i32: break;  // callers check float dtypes first
+  }
+}
+
 
 // A Weight's w is [N, K] f32/bf16/f16, or i8 with scales [N, K / group] f32
 // (group_size > 0 dividing K).
 Result<void> check_weight(const char* op, const char* name, const Weight& W);
 // Row n of W, dequantized / widened to f32: dst[K].
-void widen_weight_row(const Weight& W, int64_t n, float* dst) noexcept;
+inline void widen_weight_row(const Weight& W, int64_t n, float* dst) noexcept {
+  const int64_t K = W.w.dim(1);
+  if (W.w.dtype != DType::i8) {
+    widen_row(W.w, n * K, K, dst);
+    return;
+  }
+  const int8_t* q = W.w.as<const int8_t>() + n * K;
+  const int64_t g = W.group_size, groups = K / g;
+  const float* scale = W.scales.as<const float>() + n * groups;
+  for (int64_t j = 0; j < groups; ++j) {
+    const float s = scale[j];
+    for (int64_t i = 0; i < g; ++i) dst[j * g + i] = float(q[j * g + i]) * s;
+  }
+}
+
 
 Result<void> embed(ThreadPool& pool, Tensor out, const Weight& table, const StepPlanView& plan);
 Result<void> rmsnorm(ThreadPool& pool, Tensor out, Tensor x, Tensor w, float eps);

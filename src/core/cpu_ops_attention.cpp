@@ -4,8 +4,8 @@
 // query head h: scores_j = scale * q[t, h] . K[j, h / (nq / nkv)] for the
 // cached positions j = 0 .. p (found through s's block table), softmax in
 // fp32 (two passes: max, then exponentials and their sum), then
-// out[t, h] = sum_j softmax_j * V[j, kv head]. Work items are (token, head)
-// pairs handed out dynamically (their cost grows with the position).
+// out[t, h] = sum_j softmax_j * V[j, kv head]. Work items are (token, kv
+// head) pairs handed out dynamically (their cost grows with the position).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -54,6 +54,63 @@ Result<void> check_sequences(const StepPlanView& plan, int64_t num_blocks, int64
   return {};
 }
 
+// The validated arguments of one attention call (shapes as in the file comment).
+struct PagedAttention {
+  const float* q;             // [T, nq, hd]
+  const float* k;             // [num_blocks, bs, nkv, hd]
+  const float* v;             // [num_blocks, bs, nkv, hd]
+  float* out;                 // [T, nq, hd]
+  const int32_t* positions;   // [T]
+  const int32_t* tables;      // [S, max_blocks]
+  const int32_t* seq_of_token;  // [T]
+  int64_t max_blocks, nq, nkv, hd, bs, group, longest;
+  float scale;
+};
+
+// Query heads kvh * group .. + group of token t over kv head kvh.
+// work: [group * (longest + hd)] floats (scores, then output accumulators).
+PHOTON_CPU_CLONES void attend(const PagedAttention& a, int64_t t, int64_t kvh, float* work) {
+  const int64_t group = a.group, hd = a.hd, bs = a.bs, nkv = a.nkv, longest = a.longest;
+  float* scores = work;                  // [group, longest]
+  float* acc = work + group * longest;   // [group, hd]
+  const int32_t* table = a.tables + int64_t(a.seq_of_token[t]) * a.max_blocks;
+  const int64_t n = int64_t(a.positions[t]) + 1;
+  const float* q0 = a.q + (t * a.nq + kvh * group) * hd;  // the group's query heads, contiguous
+  // Position j of the sequence lives in block table[j / bs] at offset j % bs.
+  for (int64_t j0 = 0; j0 < n; j0 += bs) {
+    const float* kb = a.k + (int64_t(table[j0 / bs]) * bs * nkv + kvh) * hd;
+    for (int64_t j = j0; j < std::min(n, j0 + bs); ++j) {
+      const float* krow = kb + (j - j0) * nkv * hd;
+      for (int64_t g = 0; g < group; ++g) scores[g * longest + j] = dot_f32(q0 + g * hd, krow, hd) * a.scale;
+    }
+  }
+  // Softmax per query head: max, then exponentials and their sum, then probabilities.
+  for (int64_t g = 0; g < group; ++g) {
+    float* sg = scores + g * longest;
+    float max_score = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) max_score = std::max(max_score, sg[j]);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      sg[j] = std::exp(sg[j] - max_score);
+      sum += sg[j];
+    }
+    for (int64_t j = 0; j < n; ++j) sg[j] = sg[j] / sum;
+  }
+  std::fill(acc, acc + group * hd, 0.0f);
+  for (int64_t j0 = 0; j0 < n; j0 += bs) {
+    const float* vb = a.v + (int64_t(table[j0 / bs]) * bs * nkv + kvh) * hd;
+    for (int64_t j = j0; j < std::min(n, j0 + bs); ++j) {
+      const float* vrow = vb + (j - j0) * nkv * hd;
+      for (int64_t g = 0; g < group; ++g) {
+        const float p = scores[g * longest + j];
+        float* ag = acc + g * hd;
+        for (int64_t d = 0; d < hd; ++d) ag[d] += p * vrow[d];
+      }
+    }
+  }
+  std::copy(acc, acc + group * hd, a.out + (t * a.nq + kvh * group) * hd);
+}
+
 }  // namespace
 
 Result<void> attention(ThreadPool& pool, CpuScratch& scratch, Tensor out, Tensor q, KvLayer cache,
@@ -89,45 +146,20 @@ Result<void> attention(ThreadPool& pool, CpuScratch& scratch, Tensor out, Tensor
 
   int64_t longest = 1;
   for (int64_t t = 0; t < T; ++t) longest = std::max<int64_t>(longest, int64_t(plan.positions[t]) + 1);
-  scratch.attention.reserve(pool.max_concurrency(), longest + hd);
   const int64_t group = nq / nkv;
-  const float* qs = q.as<const float>();
-  const float* kc = cache.k.as<const float>();
-  const float* vc = cache.v.as<const float>();
-  float* o = out.as<float>();
-  const int64_t items = T * nq;
+  scratch.attention.reserve(pool.max_concurrency(), group * (longest + hd));
+  const PagedAttention args{q.as<const float>(), cache.k.as<const float>(), cache.v.as<const float>(), out.as<float>(),
+                            plan.positions, plan.block_tables, scratch.seq_of_token.data(), plan.max_blocks_per_seq,
+                            nq, nkv, hd, bs, group, longest, scale};
+  // One item = one token and one kv head with its `group` query heads, so
+  // each K and V row is read once per item (GQA).
+  const int64_t items = T * nkv;
   const int64_t grain = std::max<int64_t>(1, items / (int64_t(pool.max_concurrency()) * 8));
   pool.parallel_for_indexed(
       0, items,
       [&](int32_t worker, int64_t begin, int64_t end) {
-        float* scores = scratch.attention.of(worker);  // [longest]
-        float* acc = scores + longest;                  // [hd]
-        for (int64_t item = begin; item < end; ++item) {
-          const int64_t t = item / nq, h = item % nq, kvh = h / group;
-          const int64_t s = scratch.seq_of_token[size_t(t)];
-          const int32_t* table = plan.block_tables + s * plan.max_blocks_per_seq;
-          const int64_t n = int64_t(plan.positions[t]) + 1;
-          const float* qv = qs + (t * nq + h) * hd;
-          float max_score = -INFINITY;
-          for (int64_t j = 0; j < n; ++j) {
-            const int64_t slot = int64_t(table[j / bs]) * bs + j % bs;
-            scores[j] = dot_f32(qv, kc + (slot * nkv + kvh) * hd, hd) * scale;
-            max_score = std::max(max_score, scores[j]);
-          }
-          float sum = 0.0f;
-          for (int64_t j = 0; j < n; ++j) {
-            scores[j] = std::exp(scores[j] - max_score);
-            sum += scores[j];
-          }
-          std::fill(acc, acc + hd, 0.0f);
-          for (int64_t j = 0; j < n; ++j) {
-            const int64_t slot = int64_t(table[j / bs]) * bs + j % bs;
-            const float p = scores[j] / sum;
-            const float* v = vc + (slot * nkv + kvh) * hd;
-            for (int64_t d = 0; d < hd; ++d) acc[d] += p * v[d];
-          }
-          std::copy(acc, acc + hd, o + (t * nq + h) * hd);
-        }
+        float* work = scratch.attention.of(worker);
+        for (int64_t item = begin; item < end; ++item) attend(args, item / nkv, item % nkv, work);
       },
       grain);
   return {};

@@ -45,28 +45,6 @@ void rmsnorm_row(const float* x, const float* w, int64_t n, float eps, float* ou
   for (int64_t i = 0; i < n; ++i) out[i] = w[i] * (x[i] * r);
 }
 
-void widen_row(const Tensor& t, int64_t offset, int64_t n, float* dst) noexcept {
-  switch (t.dtype) {
-    case DType::f32: {
-      const float* src = t.as<const float>() + offset;
-      for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
-      break;
-    }
-    case DType::bf16: {
-      const uint16_t* src = t.as<const uint16_t>() + offset;
-      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
-      break;
-    }
-    case DType::f16: {
-      const uint16_t* src = t.as<const uint16_t>() + offset;
-      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
-      break;
-    }
-    case DType::i8:
-    case DType::i32: break;  // callers check float dtypes first
-  }
-}
-
 Result<void> check_weight(const char* op, const char* name, const Weight& W) {
   PHOTON_TRY(expect_data(op, name, W.w));
   const std::string what = std::string(op) + ": weight " + name + " ";
@@ -84,21 +62,6 @@ Result<void> check_weight(const char* op, const char* name, const Weight& W) {
     return {};
   }
   return expect_float_dtype(op, name, W.w);
-}
-
-void widen_weight_row(const Weight& W, int64_t n, float* dst) noexcept {
-  const int64_t K = W.w.dim(1);
-  if (W.w.dtype != DType::i8) {
-    widen_row(W.w, n * K, K, dst);
-    return;
-  }
-  const int8_t* q = W.w.as<const int8_t>() + n * K;
-  const int64_t g = W.group_size, groups = K / g;
-  const float* scale = W.scales.as<const float>() + n * groups;
-  for (int64_t j = 0; j < groups; ++j) {
-    const float s = scale[j];
-    for (int64_t i = 0; i < g; ++i) dst[j * g + i] = float(q[j * g + i]) * s;
-  }
 }
 
 }  // namespace photon::cpu

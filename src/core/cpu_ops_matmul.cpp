@@ -19,39 +19,23 @@ namespace {
 constexpr int64_t kTileBytes = 256 * 1024;  // x rows per M tile: about this many bytes
 constexpr int64_t kRowsPerItem = 16;        // weight rows per work item
 
-// Four dot products of the same weight row with four x rows (one load of w
-// per four multiply-adds); each result equals dot_f32(x_i, w, n) bit for bit.
-inline void dot4(const float* __restrict x0, const float* __restrict x1, const float* __restrict x2,
-                 const float* __restrict x3, const float* __restrict w, int64_t n, float out[4]) noexcept {
-  constexpr int kLanes = 16;
-  float a0[kLanes] = {}, a1[kLanes] = {}, a2[kLanes] = {}, a3[kLanes] = {};
-  int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      const float wk = w[k + j];
-      a0[j] += x0[k + j] * wk;
-      a1[j] += x1[k + j] * wk;
-      a2[j] += x2[k + j] * wk;
-      a3[j] += x3[k + j] * wk;
+// One work item: out[m0..m1, n0..n1) of out [M, N]; `row` is K floats of
+// scratch for widening a weight row (unused for f32 weights).
+PHOTON_CPU_CLONES void matmul_item(const Weight& W, const float* xs, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                                   int64_t N, float* row, float* o) {
+  const int64_t K = W.w.dim(1);
+  const bool direct = W.w.dtype == DType::f32;
+  for (int64_t n = n0; n < n1; ++n) {
+    const float* w = direct ? W.w.as<const float>() + n * K : row;
+    if (!direct) widen_weight_row(W, n, row);
+    int64_t m = m0;
+    for (; m + 4 <= m1; m += 4) {
+      float r[4];
+      dot4(xs + m * K, xs + (m + 1) * K, xs + (m + 2) * K, xs + (m + 3) * K, w, K, r);
+      for (int i = 0; i < 4; ++i) o[(m + i) * N + n] = r[i];
     }
-  for (int j = 0; k + j < n; ++j) {
-    const float wk = w[k + j];
-    a0[j] += x0[k + j] * wk;
-    a1[j] += x1[k + j] * wk;
-    a2[j] += x2[k + j] * wk;
-    a3[j] += x3[k + j] * wk;
+    for (; m < m1; ++m) o[m * N + n] = dot_f32(xs + m * K, w, K);
   }
-  for (int s = kLanes / 2; s > 0; s /= 2)
-    for (int j = 0; j < s; ++j) {
-      a0[j] += a0[j + s];
-      a1[j] += a1[j + s];
-      a2[j] += a2[j + s];
-      a3[j] += a3[j + s];
-    }
-  out[0] = a0[0];
-  out[1] = a1[0];
-  out[2] = a2[0];
-  out[3] = a3[0];
 }
 
 }  // namespace
@@ -87,19 +71,8 @@ Result<void> matmul(ThreadPool& pool, CpuScratch& scratch, Tensor out, Tensor x,
       [&](int32_t worker, int64_t begin, int64_t end) {
         float* row = direct ? nullptr : scratch.matmul.of(worker);
         for (int64_t item = begin; item < end; ++item) {
-          const int64_t m0 = (item / n_blocks) * tile_m, m1 = std::min(M, m0 + tile_m);
-          const int64_t n0 = (item % n_blocks) * kRowsPerItem, n1 = std::min(N, n0 + kRowsPerItem);
-          for (int64_t n = n0; n < n1; ++n) {
-            const float* w = direct ? W.w.as<const float>() + n * K : row;
-            if (!direct) widen_weight_row(W, n, row);
-            int64_t m = m0;
-            for (; m + 4 <= m1; m += 4) {
-              float r[4];
-              dot4(xs + m * K, xs + (m + 1) * K, xs + (m + 2) * K, xs + (m + 3) * K, w, K, r);
-              for (int i = 0; i < 4; ++i) o[(m + i) * N + n] = r[i];
-            }
-            for (; m < m1; ++m) o[m * N + n] = dot_f32(xs + m * K, w, K);
-          }
+          const int64_t m0 = (item / n_blocks) * tile_m, n0 = (item % n_blocks) * kRowsPerItem;
+          matmul_item(W, xs, m0, std::min(M, m0 + tile_m), n0, std::min(N, n0 + kRowsPerItem), N, row, o);
         }
       },
       1);

@@ -1,6 +1,8 @@
 # Runs the `photon` CLI (-DPHOTON=path) in one of three modes (-DMODE=...):
 #   golden: `generate --json` on MODEL reproduces generated_ids of every GOLDEN_DIR/*.json
 #           that has them (prompt_ids given), with finish_reason "length"
+#   prompt: `generate --prompt` with GOLDEN_DIR/once_upon_a_time.json's prompt text gives its
+#           generated_ids and generated_text
 #   logits: `logits` on MODEL prints one row of vocab_size floats per input token
 #   errors: bad folders, malformed files and bad token lists exit with status 1
 #           and an "error:" message on stderr (never a crash)
@@ -47,6 +49,23 @@ if(MODE STREQUAL "golden")
   endif()
   message(STATUS "${checked} golden generations reproduced by ${MODEL}")
 
+elseif(MODE STREQUAL "prompt")
+  file(READ ${GOLDEN_DIR}/once_upon_a_time.json text)
+  string(JSON prompt GET "${text}" prompt)
+  string(JSON expected_text GET "${text}" generated_text)
+  json_int_list("${text}" generated_ids expected)
+  list(LENGTH expected n)
+  execute_process(COMMAND ${PHOTON} generate --model ${MODEL} --prompt "${prompt}" --max-tokens ${n} --json
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "photon generate --prompt failed (${rc}): ${err}")
+  endif()
+  json_int_list("${out}" tokens got)
+  string(JSON got_text GET "${out}" text)
+  if(NOT got STREQUAL expected OR NOT got_text STREQUAL expected_text)
+    message(FATAL_ERROR "expected ${expected} '${expected_text}', got ${got} '${got_text}'")
+  endif()
+
 elseif(MODE STREQUAL "logits")
   file(READ ${MODEL}/config.json config)
   string(JSON vocab GET "${config}" vocab_size)
@@ -74,7 +93,8 @@ elseif(MODE STREQUAL "errors")
     "token id out of range|generate|--model|${MODEL}|--tokens|1,512"
     "negative token id|logits|--model|${MODEL}|--tokens|-4"
     "not a token id|generate|--model|${MODEL}|--tokens|1,two"
-    "prompt past max_position_embeddings|generate|--model|${MODEL}|--tokens|1|--max-tokens|600")
+    "prompt past max_position_embeddings|generate|--model|${MODEL}|--tokens|1|--max-tokens|600"
+    "both --tokens and --prompt|generate|--model|${MODEL}|--tokens|1|--prompt|Once")
   foreach(c ${cases})
     string(REPLACE "|" ";" args "${c}")
     list(POP_FRONT args what)

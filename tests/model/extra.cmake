@@ -9,6 +9,9 @@ if(TARGET photon_cli)
               -DGOLDEN_DIR=${PROJECT_SOURCE_DIR}/models/stories260K/golden -P ${_cli_script})
     set_tests_properties("cli: generate reproduces the ${_name} goldens" PROPERTIES LABELS model)
   endforeach()
+  add_test(NAME "cli: generate --prompt encodes text and decodes the continuation"
+    COMMAND ${CMAKE_COMMAND} -DMODE=prompt -DPHOTON=$<TARGET_FILE:photon_cli> -DMODEL=${PROJECT_SOURCE_DIR}/models/stories260K
+            -DGOLDEN_DIR=${PROJECT_SOURCE_DIR}/models/stories260K/golden -P ${_cli_script})
   add_test(NAME "cli: logits prints one row per position"
     COMMAND ${CMAKE_COMMAND} -DMODE=logits -DPHOTON=$<TARGET_FILE:photon_cli>
             -DMODEL=${PROJECT_SOURCE_DIR}/tests/data/golden/qwen3-tiny -P ${_cli_script})
@@ -16,6 +19,7 @@ if(TARGET photon_cli)
     COMMAND ${CMAKE_COMMAND} -DMODE=errors -DPHOTON=$<TARGET_FILE:photon_cli>
             -DMODEL=${PROJECT_SOURCE_DIR}/models/stories260K -DSCRATCH=${CMAKE_CURRENT_BINARY_DIR}/cli-test-scratch
             -P ${_cli_script})
-  set_tests_properties("cli: logits prints one row per position" "cli: bad inputs exit 1 with a message"
+  set_tests_properties("cli: generate --prompt encodes text and decodes the continuation"
+    "cli: logits prints one row per position" "cli: bad inputs exit 1 with a message"
     PROPERTIES LABELS model)
 endif()

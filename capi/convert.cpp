@@ -90,13 +90,12 @@ photon_engine_params default_engine_params() {
   p.max_batch_tokens = d.max_batch_tokens;
   p.max_seqs = d.max_seqs;
   p.prefix_caching = d.prefix_caching;
-  p.load_tokenizer = true;
+  p.load_tokenizer = d.load_tokenizer;
   return p;
 }
 
 photon_request_params default_request_params() {
   const Request d;
-  const TextOptions t;
   photon_request_params p{};
   p.struct_size = sizeof p;
   p.temperature = d.sampling.temperature;
@@ -111,8 +110,8 @@ photon_request_params default_request_params() {
   p.max_tokens = d.max_tokens;
   p.ignore_eos = d.ignore_eos;
   p.num_top_logprobs = d.logprobs;
-  p.detokenize = t.detokenize;
-  p.skip_special_tokens = t.skip_special_tokens;
+  p.detokenize = d.detokenize;
+  p.skip_special_tokens = d.skip_special_tokens;
   return p;
 }
 
@@ -176,36 +175,36 @@ Result<std::vector<ChatMessage>> to_chat_messages(const photon_chat_message* mes
   return out;
 }
 
-Result<EngineOpenOptions> to_engine_options(const char* model_dir, const photon_engine_params* params) {
+Result<EngineOptions> to_engine_options(const char* model_dir, const photon_engine_params* params) {
   if (model_dir == nullptr) return fail(Errc::invalid_argument, "model_dir is NULL");
   PHOTON_ASSIGN_OR_RETURN(photon_engine_params p, read_params(params, default_engine_params(), "params"));
-  EngineOpenOptions o;
-  o.engine.model_dir = model_dir;
+  EngineOptions o;
+  o.model_dir = model_dir;
   switch (p.backend) {
-    case PHOTON_BACKEND_AUTO: o.engine.backend = "auto"; break;
-    case PHOTON_BACKEND_CPU: o.engine.backend = "cpu"; break;
-    case PHOTON_BACKEND_CUDA: o.engine.backend = "cuda"; break;
+    case PHOTON_BACKEND_AUTO: o.backend = "auto"; break;
+    case PHOTON_BACKEND_CPU: o.backend = "cpu"; break;
+    case PHOTON_BACKEND_CUDA: o.backend = "cuda"; break;
     default:
       return fail(Errc::invalid_argument,
                   "params->backend = " + std::to_string(int(p.backend)) + " is not a photon_backend value");
   }
-  o.engine.device = p.device;
-  o.engine.threads = p.threads;
-  o.engine.kv_blocks = p.kv_blocks;
-  o.engine.block_size = p.block_size;
-  o.engine.kv_bytes = p.kv_bytes;
-  o.engine.kv_memory_fraction = p.kv_memory_fraction;
-  o.engine.max_batch_tokens = p.max_batch_tokens;
-  o.engine.max_seqs = p.max_seqs;
-  o.engine.prefix_caching = p.prefix_caching;
+  o.device = p.device;
+  o.threads = p.threads;
+  o.kv_blocks = p.kv_blocks;
+  o.block_size = p.block_size;
+  o.kv_bytes = p.kv_bytes;
+  o.kv_memory_fraction = p.kv_memory_fraction;
+  o.max_batch_tokens = p.max_batch_tokens;
+  o.max_seqs = p.max_seqs;
+  o.prefix_caching = p.prefix_caching;
   o.load_tokenizer = p.load_tokenizer;
   return o;
 }
 
-Result<RequestOptions> to_request_options(const photon_request_params* params) {
+Result<Request> to_request(const photon_request_params* params) {
   PHOTON_ASSIGN_OR_RETURN(photon_request_params p, read_params(params, default_request_params(), "params"));
-  RequestOptions o;
-  SamplingOptions& s = o.request.sampling;
+  Request r;
+  SamplingOptions& s = r.sampling;
   s.temperature = p.temperature;
   s.top_k = p.top_k;
   s.top_p = p.top_p;
@@ -214,15 +213,15 @@ Result<RequestOptions> to_request_options(const photon_request_params* params) {
   s.presence_penalty = p.presence_penalty;
   s.frequency_penalty = p.frequency_penalty;
   if (p.use_seed) s.seed = p.seed;
-  o.request.max_tokens = p.max_tokens;
-  o.request.ignore_eos = p.ignore_eos;
-  o.request.logprobs = p.num_top_logprobs;
+  r.max_tokens = p.max_tokens;
+  r.ignore_eos = p.ignore_eos;
+  r.logprobs = p.num_top_logprobs;
   if (p.num_stop_token_ids != 0) {
     if (p.stop_token_ids == nullptr) {
       return fail(Errc::invalid_argument, "params->stop_token_ids is NULL but num_stop_token_ids is " +
                                               std::to_string(p.num_stop_token_ids));
     }
-    o.request.stop_token_ids.assign(p.stop_token_ids, p.stop_token_ids + p.num_stop_token_ids);
+    r.stop_token_ids.assign(p.stop_token_ids, p.stop_token_ids + p.num_stop_token_ids);
   }
   if (p.num_stop_strings != 0) {
     if (p.stop_strings == nullptr) {
@@ -233,12 +232,12 @@ Result<RequestOptions> to_request_options(const photon_request_params* params) {
       const std::string at = "params->stop_strings[" + std::to_string(i) + "]";
       PHOTON_ASSIGN_OR_RETURN(std::string_view s_i, view(p.stop_strings[i], at + ".data"));
       if (s_i.empty()) return fail(Errc::invalid_argument, at + " is empty");
-      o.text.stop_strings.emplace_back(s_i);
+      r.stop.emplace_back(s_i);
     }
   }
-  o.text.detokenize = p.detokenize;
-  o.text.skip_special_tokens = p.skip_special_tokens;
-  return o;
+  r.detokenize = p.detokenize;
+  r.skip_special_tokens = p.skip_special_tokens;
+  return r;
 }
 
 photon_chat_template to_c(ChatTemplateKind kind) {

@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "api/text_session.hpp"
 #include "photon/engine.hpp"
 #include "photon/photon.h"
 #include "photon/result.hpp"
@@ -43,17 +42,10 @@ Result<ChatOptions> to_chat_options(const photon_chat_params* params);
 // num_messages elements with a stride of messages[0].struct_size.
 Result<std::vector<ChatMessage>> to_chat_messages(const photon_chat_message* messages, size_t num_messages);
 
-struct EngineOpenOptions {
-  EngineOptions engine;
-  bool load_tokenizer = true;
-};
-Result<EngineOpenOptions> to_engine_options(const char* model_dir, const photon_engine_params* params);
+Result<EngineOptions> to_engine_options(const char* model_dir, const photon_engine_params* params);
 
-struct RequestOptions {
-  Request request;  // without prompt_tokens
-  TextOptions text;
-};
-Result<RequestOptions> to_request_options(const photon_request_params* params);
+// Every field but the prompt.
+Result<Request> to_request(const photon_request_params* params);
 
 photon_chat_template to_c(ChatTemplateKind kind);
 photon_finish_reason to_c(FinishReason reason);

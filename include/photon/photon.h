@@ -339,19 +339,20 @@ typedef struct photon_request_params {
   bool ignore_eos;          /* do not stop on the model's EOS ids; default false */
   const int32_t* stop_token_ids; /* extra ids that end generation (finish STOP); may be NULL */
   size_t num_stop_token_ids;
-  /* Strings that end generation when the generated text contains one
-   * (finish STOP); the stop string and what follows never reach the events'
-   * text. Needs the engine's tokenizer. May be NULL. */
+  /* Strings that end generation once the generated text contains one
+   * (finish STOP, in the step that generated it): the events' text stops
+   * right before it, while the tokens that made it are still reported.
+   * Needs the engine's tokenizer. May be NULL. */
   const photon_str* stop_strings;
   size_t num_stop_strings;
   int32_t num_top_logprobs;  /* report the n most likely tokens with each token, [0, 20]; default 0 */
-  bool detokenize;           /* text pieces in token events (needs a tokenizer); default true */
+  bool detokenize;           /* text pieces in events (when the engine has a tokenizer); default true */
   bool skip_special_tokens;  /* leave special tokens (EOS...) out of the text; default true */
 } photon_request_params;
 
 typedef enum photon_finish_reason {
   PHOTON_FINISH_NONE = 0,      /* not finished: a token event */
-  PHOTON_FINISH_STOP = 1,      /* a stop token (the event's token) or a stop string */
+  PHOTON_FINISH_STOP = 1,      /* a stop token (the event's token) or a stop string ended it */
   PHOTON_FINISH_LENGTH = 2,    /* max_tokens or the context limit reached */
   PHOTON_FINISH_CANCELLED = 3, /* photon_engine_cancel; no token */
   PHOTON_FINISH_ERROR = 4      /* the step serving it failed; the event's error text says why */
@@ -371,9 +372,12 @@ typedef struct photon_event {
   int32_t token_id;                   /* the generated token; -1: none (cancelled, error) */
   float logprob;                      /* log-probability of token_id (after temperature, before filtering) */
   photon_finish_reason finish_reason;
-  int32_t stop_string_index;          /* finished by a stop string: its index; else -1 */
-  size_t text_offset;                 /* the UTF-8 text this event adds (not NUL-terminated) */
-  size_t text_len;                    /*   in the text buffer; often 0 (held-back bytes) */
+  /* The UTF-8 text this event completes, in the text buffer (not
+   * NUL-terminated); often empty while a character split over tokens or a
+   * possible stop string is held back. A request's pieces concatenate to
+   * the decoded text of its generated tokens. */
+  size_t text_offset;
+  size_t text_len;
   size_t top_logprobs_offset;         /* the most likely tokens, most likely first, */
   size_t num_top_logprobs;            /*   in the top_logprobs buffer */
   size_t error_offset;                /* FINISH_ERROR: the failure, in the text buffer */
@@ -497,7 +501,9 @@ PHOTON_API photon_status photon_engine_cancel(photon_engine* engine, uint64_t re
  * Not needed while the engine's loop runs (photon_engine_start_loop). */
 PHOTON_API photon_status photon_engine_step(photon_step_stats* out_stats, photon_engine* engine);
 
-/* Writes whether submitted requests are unfinished. Threading: any thread. */
+/* Writes whether submitted requests are unfinished. A request is finished
+ * once its last event is queued, so poll until it returns no event to
+ * collect everything. Threading: any thread. */
 PHOTON_API photon_status photon_engine_has_work(bool* out_has_work, const photon_engine* engine);
 
 /* Moves pending events into caller-owned buffers, oldest first:

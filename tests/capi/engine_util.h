@@ -19,7 +19,6 @@ typedef struct collected {
   int num_events;
   int num_finish_events; /* must end at exactly 1 */
   photon_finish_reason finish;
-  int32_t stop_string_index;
   int top_logprobs_seen; /* events that carried top logprobs */
   int bad_order;         /* an event arrived after the finish event */
 } collected;
@@ -72,7 +71,6 @@ static inline int util_poll(photon_engine* e, collected* c, int n) {
     if (ev[i].finish_reason != PHOTON_FINISH_NONE) {
       ++r->num_finish_events;
       r->finish = ev[i].finish_reason;
-      r->stop_string_index = ev[i].stop_string_index;
     }
   }
   return (int)got;

@@ -81,7 +81,6 @@ pub struct photon_event {
     pub token_id: i32,
     pub logprob: f32,
     pub finish_reason: photon_finish_reason,
-    pub stop_string_index: i32,
     pub text_offset: usize,
     pub text_len: usize,
     pub top_logprobs_offset: usize,

@@ -41,11 +41,11 @@ struct DecodeOptions {
 
 // One message of an OpenAI-style conversation.
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant", "tool"
-  std::string content;
+  std::string role{};     // "system", "user", "assistant", "tool"
+  std::string content{};
   // Qwen3: the reasoning of an earlier assistant turn, when kept apart from
   // `content` (otherwise a <think>...</think> block inside content is used).
-  std::optional<std::string> reasoning_content;
+  std::optional<std::string> reasoning_content{};
 };
 
 struct ChatOptions {
@@ -54,7 +54,7 @@ struct ChatOptions {
   // Llama 3.1/3.2: the "Today Date" of the system header. Empty: today's date
   // (local time, "%d %b %Y") for templates that call strftime_now (3.2),
   // "26 Jul 2024" for those that do not (3.1).
-  std::string date_string;
+  std::string date_string{};
 };
 
 // The chat template families photon renders without a Jinja engine.

@@ -2,28 +2,28 @@
 
 #include <fmt/core.h>
 
-#include <fstream>
-#include <optional>
+#include "core/json_util.hpp"
+#include "core/try.hpp"
 
 namespace photon {
 namespace {
 
-using json = nlohmann::json;
+using Json = nlohmann::json;
 
 // SAX handler: builds a DOM like nlohmann's own, except under
 // root.model.vocab and root.model.merges.
-class Handler final : public nlohmann::json_sax<json> {
+class Handler final : public nlohmann::json_sax<Json> {
  public:
   explicit Handler(TokenizerJson& out) : out_(out) {}
 
   std::string error;  // a semantic error (the parse stops)
 
-  bool null() override { return value(json()); }
-  bool boolean(bool v) override { return value(json(v)); }
-  bool number_integer(number_integer_t v) override { return value(json(v)); }
-  bool number_unsigned(number_unsigned_t v) override { return value(json(v)); }
-  bool number_float(number_float_t v, const string_t&) override { return value(json(v)); }
-  bool binary(binary_t& v) override { return value(json::binary(v)); }
+  bool null() override { return value(Json()); }
+  bool boolean(bool v) override { return value(Json(v)); }
+  bool number_integer(number_integer_t v) override { return value(Json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return value(Json(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return value(Json(v)); }
+  bool binary(binary_t& v) override { return value(Json::binary(v)); }
 
   bool string(string_t& v) override {
     if (mode_ == Mode::merges && depth_ == merges_depth_) {  // "a b"
@@ -38,7 +38,7 @@ class Handler final : public nlohmann::json_sax<json> {
       return true;
     }
     if (mode_ != Mode::dom) return stop(fmt::format("unexpected string in model.{}", mode_ == Mode::vocab ? "vocab" : "merges"));
-    return value(json(std::move(v)));
+    return value(Json(std::move(v)));
   }
 
   bool start_object(std::size_t) override {
@@ -50,13 +50,13 @@ class Handler final : public nlohmann::json_sax<json> {
       return true;
     }
     ++depth_;
-    return push(json::object());
+    return push(Json::object());
   }
   bool end_object() override {
     if (mode_ == Mode::vocab && depth_ == vocab_depth_) {
       mode_ = Mode::dom;
       --depth_;
-      return value(json());  // placeholder under "vocab"
+      return value(Json());  // placeholder under "vocab"
     }
     --depth_;
     return pop();
@@ -75,7 +75,7 @@ class Handler final : public nlohmann::json_sax<json> {
       return true;
     }
     ++depth_;
-    return push(json::array());
+    return push(Json::array());
   }
   bool end_array() override {
     if (mode_ == Mode::merges && depth_ == merges_depth_ + 1) {
@@ -87,7 +87,7 @@ class Handler final : public nlohmann::json_sax<json> {
     if (mode_ == Mode::merges && depth_ == merges_depth_) {
       mode_ = Mode::dom;
       --depth_;
-      return value(json());  // placeholder under "merges"
+      return value(Json());  // placeholder under "merges"
     }
     --depth_;
     return pop();
@@ -122,7 +122,7 @@ class Handler final : public nlohmann::json_sax<json> {
     return false;
   }
   // Adds a scalar (or placeholder) to the current container.
-  bool value(json v) {
+  bool value(Json v) {
     if (mode_ == Mode::vocab) {
       if (!v.is_number_integer())
         return stop(fmt::format("model.vocab[\"{}\"] is not an integer id", vocab_key_));
@@ -140,13 +140,13 @@ class Handler final : public nlohmann::json_sax<json> {
       out_.root = std::move(v);
       return true;
     }
-    json& parent = *stack_.back();
+    Json& parent = *stack_.back();
     if (parent.is_array()) parent.push_back(std::move(v));
     else parent[key_] = std::move(v);
     return true;
   }
-  bool push(json container) {
-    json* slot;
+  bool push(Json container) {
+    Json* slot;
     if (stack_.empty()) {
       out_.root = std::move(container);
       slot = &out_.root;
@@ -170,7 +170,7 @@ class Handler final : public nlohmann::json_sax<json> {
   }
 
   TokenizerJson& out_;
-  std::vector<json*> stack_;
+  std::vector<Json*> stack_;
   std::string key_, vocab_key_;
   std::vector<std::string> pair_;
   Mode mode_ = Mode::dom;
@@ -181,25 +181,13 @@ class Handler final : public nlohmann::json_sax<json> {
 }  // namespace
 
 Result<TokenizerJson> read_tokenizer_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(Errc::file_not_found, fmt::format("{}: cannot open", path));
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  if (size < 0) return fail(Errc::io_error, fmt::format("{}: cannot read", path));
-  std::string text(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  in.read(text.data(), size);
-  if (!in) return fail(Errc::io_error, fmt::format("{}: read failed", path));
+  PHOTON_ASSIGN_OR_RETURN(const std::string text, json::read_file(path));
   TokenizerJson out;
   out.vocab.reserve(text.size() / 40);
   out.merges.reserve(text.size() / 40);
   Handler h(out);
-  bool ok = false;
-  try {
-    ok = json::sax_parse(text, &h);
-  } catch (const json::exception& e) {  // thrown only for malformed input at load time
-    return fail(Errc::bad_json, fmt::format("{}: {}", path, e.what()));
-  }
+  // Syntax errors reach Handler::parse_error (sax_parse does not throw for them).
+  const bool ok = nlohmann::json::sax_parse(text, &h, nlohmann::json::input_format_t::json, /*strict=*/true);
   if (!ok || h.parse_failed)
     return fail(h.parse_failed ? Errc::bad_json : Errc::tokenizer_error, fmt::format("{}: {}", path, h.error));
   return out;

@@ -181,3 +181,16 @@ TEST_CASE("unknown chat templates are named in the error; eos ids from generatio
   CHECK(std::vector<int32_t>(t->eos_token_ids().begin(), t->eos_token_ids().end()) == std::vector<int32_t>{98, 257});
   CHECK(t->is_eos(98));
 }
+
+TEST_CASE("chat_template.jinja is read when tokenizer_config.json has no template", "[model]") {
+  TempDir d("jinja");
+  d.write("tokenizer.json", tiny_tokenizer_json());
+  const auto qwen_cfg = photon::test::read_json(photon::test::tokenizer_dir("qwen3") + "/tokenizer_config.json");
+  d.write("chat_template.jinja", qwen_cfg["chat_template"].get<std::string>());
+  auto t = Tokenizer::load(d.path.string());
+  REQUIRE(t.has_value());
+  CHECK(t->chat_template_kind() == ChatTemplateKind::qwen3);
+  auto r = t->render_chat(std::vector<ChatMessage>{{"user", "hi", std::nullopt}}, {.enable_thinking = false});
+  REQUIRE(r.has_value());
+  CHECK(*r == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+}

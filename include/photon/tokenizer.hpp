@@ -54,7 +54,7 @@ struct ChatOptions {
   // Llama 3.1/3.2: the "Today Date" of the system header. Empty: today's date
   // (local time, "%d %b %Y") for templates that call strftime_now (3.2),
   // "26 Jul 2024" for those that do not (3.1).
-  std::string date_string;
+  std::string date_string{};
 };
 
 // The chat template families photon renders without a Jinja engine.

@@ -41,11 +41,11 @@ struct DecodeOptions {
 
 // One message of an OpenAI-style conversation.
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant", "tool"
-  std::string content;
+  std::string role{};     // "system", "user", "assistant", "tool"
+  std::string content{};
   // Qwen3: the reasoning of an earlier assistant turn, when kept apart from
   // `content` (otherwise a <think>...</think> block inside content is used).
-  std::optional<std::string> reasoning_content;
+  std::optional<std::string> reasoning_content{};
 };
 
 struct ChatOptions {

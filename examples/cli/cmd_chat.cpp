@@ -1,18 +1,18 @@
 // photon chat --model DIR: an interactive chat on the engine.
 //
-// Each user line is added to the conversation, the whole conversation is
-// rendered with the model's chat template and generated from (the engine's
-// prefix cache reuses the earlier turns' KV blocks), and the answer streams
-// to stdout as it is sampled. Ctrl-C stops the current answer (what was
+// Each user line is added to the conversation; the engine renders the whole
+// conversation with the model's chat template (Request::messages), its
+// prefix cache reuses the earlier turns' KV blocks, and the answer's text
+// streams to stdout as it is sampled (Event::text). Ctrl-C stops the current answer (what was
 // written so far stays in the history); Ctrl-C or Ctrl-D at the prompt ends
 // the chat. /reset forgets the conversation, /exit leaves.
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,21 +55,25 @@ struct ChatArgs {
   int64_t seed = -1;
 };
 
-// Streams one answer of at most `max_tokens` tokens; returns its text
-// (special tokens left out).
-std::string answer(Engine& engine, const Tokenizer& tok, const ChatArgs& a, std::vector<int32_t> prompt,
-                   int32_t max_tokens) {
+// Streams the answer to the conversation so far; returns its text. nullopt
+// when the conversation no longer fits the context.
+std::optional<std::string> answer(Engine& engine, const ChatArgs& a, const std::vector<ChatMessage>& history) {
   Request req;
-  req.prompt_tokens = std::move(prompt);
+  req.messages = history;
   req.sampling.temperature = a.temperature;
   req.sampling.top_p = a.top_p;
   req.sampling.top_k = a.top_k;
   if (a.seed >= 0) req.sampling.seed = static_cast<uint64_t>(a.seed);
-  req.max_tokens = max_tokens;
-  req.stop_token_ids.assign(tok.eos_token_ids().begin(), tok.eos_token_ids().end());
-  const RequestId id = unwrap(engine.submit(std::move(req)));
+  req.max_tokens = a.max_tokens;
+  req.chat = {.add_generation_prompt = true, .enable_thinking = a.enable_thinking, .date_string = a.date_string};
+  auto submitted = engine.submit(req);
+  if (!submitted && submitted.error().code == Errc::capacity_exceeded && a.max_tokens > 0) {
+    req.max_tokens = 0;  // a shorter answer: whatever room the context has left
+    submitted = engine.submit(req);
+  }
+  if (!submitted && submitted.error().code == Errc::capacity_exceeded) return std::nullopt;
+  const RequestId id = unwrap(std::move(submitted));
 
-  DetokenizerStream stream(tok, {.skip_special_tokens = true});
   std::string text;
   std::vector<Event> events;
   bool done = false, cancel_sent = false;
@@ -83,12 +87,9 @@ std::string answer(Engine& engine, const Tokenizer& tok, const ChatArgs& a, std:
     engine.poll(events);
     for (const Event& e : events) {
       if (e.request != id) continue;
-      if (e.token >= 0 && !(e.finish == FinishReason::stop && tok.is_eos(e.token))) {
-        const std::string_view piece = unwrap(stream.feed(e.token));
-        text += piece;
-        fmt::print("{}", piece);
-        std::fflush(stdout);
-      }
+      text += e.text;
+      fmt::print("{}", e.text);
+      std::fflush(stdout);
       if (e.finish != FinishReason::none) {
         done = true;
         if (e.finish == FinishReason::error) fmt::print(stderr, "\n[error: {}]", e.error);
@@ -98,17 +99,15 @@ std::string answer(Engine& engine, const Tokenizer& tok, const ChatArgs& a, std:
     }
     if (!step && !done) cli::fail(step.error());
   }
-  const std::string_view tail = stream.finish();
-  text += tail;
-  fmt::print("{}\n", tail);
+  fmt::print("\n");
   g_interrupted.store(false);
   return text;
 }
 
 void run(const ChatArgs& a) {
-  const Tokenizer tok = unwrap(Tokenizer::load(a.model));
-  if (tok.chat_template_kind() == ChatTemplateKind::none || tok.chat_template_kind() == ChatTemplateKind::unknown) {
-    // Fail before loading the weights: render_chat's error says why.
+  {
+    // Fail before loading the weights when the folder has no usable template.
+    const Tokenizer tok = unwrap(Tokenizer::load(a.model));
     const std::vector<ChatMessage> probe{{"user", "hi", std::nullopt}};
     unwrap(tok.render_chat(probe));
   }
@@ -140,19 +139,13 @@ void run(const ChatArgs& a) {
     }
     if (line.empty()) continue;
     history.push_back({"user", line, std::nullopt});
-    const std::string prompt_text = unwrap(tok.render_chat(
-        history, {.add_generation_prompt = true, .enable_thinking = a.enable_thinking, .date_string = a.date_string}));
-    std::vector<int32_t> prompt = unwrap(tok.encode(prompt_text, {.add_special_tokens = false}));
-    // Room left in the context (and the KV cache) for the answer.
-    const int64_t room = std::min<int64_t>(engine.max_model_len(), engine.kv_capacity_tokens()) -
-                         static_cast<int64_t>(prompt.size());
-    if (room < 1) {
-      fmt::print(stderr, "[the conversation no longer fits the context ({} tokens): /reset]\n", prompt.size());
+    std::optional<std::string> reply = answer(engine, a, history);
+    if (!reply) {
+      fmt::print(stderr, "[the conversation no longer fits the context: /reset]\n");
       history.pop_back();
       continue;
     }
-    const auto max_tokens = static_cast<int32_t>(a.max_tokens > 0 ? std::min<int64_t>(a.max_tokens, room) : room);
-    history.push_back({"assistant", answer(engine, tok, a, std::move(prompt), max_tokens), std::nullopt});
+    history.push_back({"assistant", std::move(*reply), std::nullopt});
   }
 }
 
@@ -166,7 +159,7 @@ const CliRegistrar kRegister{{"chat", "Interactive chat with a model folder (str
   app.add_option("--top-p", args->top_p, "Nucleus sampling mass")->default_val(0.95f);
   app.add_option("--top-k", args->top_k, "Keep the k most likely tokens (0: off)")->default_val(0);
   app.add_option("--max-tokens", args->max_tokens, "Tokens per answer at most (0: as the context allows)")
-      ->default_val(1024);
+      ->default_val(1024)->check(CLI::Range(0, 1 << 30));
   app.add_option("--seed", args->seed, "Random seed (-1: a fresh one per answer)")->default_val(-1);
   app.add_option("--enable-thinking", args->enable_thinking, "Qwen3: let the model think first (true|false)")
       ->default_val(true);

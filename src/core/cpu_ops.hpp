@@ -20,7 +20,9 @@
 // baseline), the variant picked once at load time. Both run the same fp32
 // operations in the same order (ISO C++ mode disables FMA contraction, and
 // the avx2 target does not enable FMA), so results are identical.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under ThreadSanitizer: the IFUNC resolvers run during relocation,
+// before the TSan runtime is initialized, and crash the process.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define PHOTON_CPU_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define PHOTON_CPU_CLONES

@@ -90,8 +90,8 @@ void BM_attention_decode(benchmark::State& state) {
   const KvLayer cache{Tensor::of(k.data(), DType::f32, {num_blocks, bs, nkv, hd}),
                       Tensor::of(v.data(), DType::f32, {num_blocks, bs, nkv, hd})};
   for (auto _ : state) {
-    auto r = be->attention(Tensor::of(out.data(), DType::f32, {S, nq, hd}), Tensor::of(q.data(), DType::f32, {S, nq, hd}),
-                           cache, *view, 1.0f / std::sqrt(float(hd)));
+    auto r = be->attention(Tensor::of(out.data(), DType::f32, {S, nq, hd}),
+                           Tensor::of(q.data(), DType::f32, {S, nq, hd}), cache, *view, 1.0f / std::sqrt(float(hd)));
     if (!r.has_value()) state.SkipWithError(r.error().message.c_str());
     benchmark::DoNotOptimize(out.data());
   }
@@ -136,7 +136,12 @@ void BM_sample(benchmark::State& state) {
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * R);
 }
-BENCHMARK(BM_sample)->ArgNames({"rows", "threads"})->Args({8, 0})->Args({8, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_sample)
+    ->ArgNames({"rows", "threads"})
+    ->Args({8, 0})
+    ->Args({8, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

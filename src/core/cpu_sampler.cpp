@@ -189,8 +189,7 @@ Result<int32_t> choose(const RowInput& in, int32_t* ids) {
 Result<void> sample(ThreadPool& pool, CpuScratch& scratch, Tensor logits, const SampleBatch& batch,
                     const SampleOutput& out) {
   const char* op = "sample";
-  PHOTON_TRY(expect_data(op, "logits", logits));
-  PHOTON_TRY(expect_dtype(op, "logits", logits, DType::f32));
+  PHOTON_TRY(expect_f32(op, "logits", logits));
   const int64_t R = batch.num_rows;
   if (R < 0) return fail(Errc::invalid_argument, "sample: negative row count");
   if (R == 0) return {};

@@ -245,8 +245,8 @@ Result<void> sample(ThreadPool& pool, CpuScratch& scratch, Tensor logits, const 
                             V,
                             batch.params[r],
                             batch.steps[r],
-                            has_history ? batch.history_tokens + h0 : nullptr,
-                            has_history ? batch.history_output_counts + h0 : nullptr,
+                            h1 > h0 ? batch.history_tokens + h0 : nullptr,
+                            h1 > h0 ? batch.history_output_counts + h0 : nullptr,
                             h1 - h0};
           const int32_t M = batch.max_logprobs;
           const double lse = raw_logprobs(in, ids, M > 0 ? out.top_ids + r * M : nullptr,

@@ -89,27 +89,4 @@ Result<std::vector<std::vector<float>>> prompt_logits(LoadedModel& m, std::span<
   return rows;
 }
 
-Result<GreedyResult> greedy_generate(LoadedModel& m, std::span<const int32_t> prompt, int32_t max_tokens,
-                                     std::span<const int32_t> stop_ids) {
-  const int32_t n = int32_t(prompt.size());
-  const std::vector<int32_t> blocks = block_ids_for(int64_t(n) + max_tokens);
-  PHOTON_TRY(m.model->init_kv_cache(int32_t(blocks.size()), kBlockSize));
-  GreedyResult out;
-  std::vector<int32_t> step_ids(prompt.begin(), prompt.end());  // the prompt, then one token per step
-  int32_t position = 0;
-  while (int32_t(out.tokens.size()) < max_tokens) {
-    PHOTON_ASSIGN_OR_RETURN(std::vector<float> logits,
-                            run_step(m, blocks, step_ids.data(), int32_t(step_ids.size()), position, false));
-    position += int32_t(step_ids.size());
-    const int32_t next = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    out.tokens.push_back(next);
-    if (std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
-      out.stopped = true;
-      break;
-    }
-    step_ids.assign(1, next);
-  }
-  return out;
-}
-
 }  // namespace photon::cli

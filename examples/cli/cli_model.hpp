@@ -1,5 +1,5 @@
 // What the model subcommands of the CLI share: loading a model folder on the
-// CPU backend, reading --tokens, and greedy decoding without the engine.
+// CPU backend (for commands below the engine, e.g. logits) and reading --tokens.
 #pragma once
 
 #include <cstdint>
@@ -31,15 +31,5 @@ Result<void> check_positions(const ModelConfig& config, int64_t total, const std
 
 // Logits of every position of `tokens` ([T][V], f32), one forward pass.
 Result<std::vector<std::vector<float>>> prompt_logits(LoadedModel& m, std::span<const int32_t> tokens);
-
-struct GreedyResult {
-  std::vector<int32_t> tokens;  // generated ids, the stop id included when one ended it
-  bool stopped = false;         // true: a stop id was generated; false: max_tokens reached
-};
-
-// Greedy decoding (argmax, ties to the lowest id) of up to max_tokens tokens
-// after `prompt`, stopping after any id of `stop_ids`.
-Result<GreedyResult> greedy_generate(LoadedModel& m, std::span<const int32_t> prompt, int32_t max_tokens,
-                                     std::span<const int32_t> stop_ids);
 
 }  // namespace photon::cli

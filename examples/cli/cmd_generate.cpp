@@ -1,17 +1,19 @@
-// photon generate --model DIR (--tokens 1,2,3 | --prompt TEXT) --max-tokens N [--json]
-// Greedy continuation of the prompt; stops after an eos id ("stop": config.json's
-// eos_token_id, plus the tokenizer's when --prompt is used) or after N tokens ("length").
+// photon generate --model DIR (--tokens 1,2,3 | --prompt TEXT) [--max-tokens N] [sampling flags] [--json]
+// One request on the engine. Greedy unless --temperature is given. Stops after
+// an EOS id ("stop": config.json's eos_token_id and the tokenizer's), a
+// --stop string, or N tokens ("length"). --prompt streams the text as it is
+// generated (unless --json); --tokens prints the ids.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "cli_model.hpp"
+#include "cli_sampling.hpp"
 #include "commands.hpp"
-#include "photon/tokenizer.hpp"
+#include "photon/engine.hpp"
 
 namespace photon::cli {
 namespace {
@@ -20,44 +22,74 @@ struct GenerateArgs {
   std::string model;
   std::string tokens;
   std::string prompt;
+  std::string backend = "auto";
   int32_t max_tokens = 16;
+  int32_t threads = 0;
+  bool logprobs = false;
   bool json = false;
   bool ignore_eos = false;
-  int32_t threads = -1;
+  std::vector<std::string> stop;
+  SamplingFlags sampling;
 };
 
 void run(const GenerateArgs& a) {
   if (a.tokens.empty() == a.prompt.empty()) fail("give exactly one of --tokens and --prompt");
-  LoadedModel m = unwrap(load_model(a.model, a.threads));
-  const ModelConfig& config = m.model->config();
-  std::optional<Tokenizer> tokenizer;
-  std::vector<int32_t> prompt;
-  std::vector<int32_t> stop_ids = config.eos_token_ids;
-  if (!a.prompt.empty()) {
-    tokenizer.emplace(unwrap(Tokenizer::load(a.model)));
-    prompt = unwrap(tokenizer->encode(a.prompt));
-    stop_ids.insert(stop_ids.end(), tokenizer->eos_token_ids().begin(), tokenizer->eos_token_ids().end());
-    for (int32_t id : prompt)
-      if (id >= config.vocab_size)
-        fail(fmt::format("--prompt: the tokenizer gives id {}, outside the model's vocabulary [0, {})", id,
-                         config.vocab_size));
-  } else {
-    prompt = unwrap(parse_token_list(a.tokens, config.vocab_size));
+  EngineOptions opts;
+  opts.model_dir = a.model;
+  opts.backend = a.backend;
+  opts.threads = a.threads;
+  opts.max_seqs = 1;  // one request: the default KV budget is capped at one full-length sequence
+  Engine engine = unwrap(Engine::open(opts));
+
+  Request req;
+  if (!a.prompt.empty()) req.prompt = a.prompt;
+  else req.prompt_tokens = unwrap(parse_token_list(a.tokens, engine.vocab_size()));
+  req.max_tokens = a.max_tokens;
+  req.ignore_eos = a.ignore_eos;
+  req.stop = a.stop;
+  req.sampling = sampling_options(a.sampling);
+  const RequestId id = unwrap(engine.submit(std::move(req)));
+
+  const bool stream = !a.json && !a.prompt.empty();
+  if (stream) {
+    fmt::print("{}", a.prompt);
+    std::fflush(stdout);
   }
-  unwrap(check_positions(config, int64_t(prompt.size()) + a.max_tokens, "the prompt plus --max-tokens"));
-  if (a.ignore_eos) stop_ids.clear();
-  const GreedyResult r = unwrap(greedy_generate(m, prompt, a.max_tokens, stop_ids));
-  const char* reason = r.stopped ? "stop" : "length";
-  std::optional<std::string> text;
-  if (tokenizer) text = unwrap(tokenizer->decode(r.tokens, {.skip_special_tokens = true}));
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+  std::string text;
+  FinishReason finish = FinishReason::none;
+  std::vector<Event> events;
+  while (finish == FinishReason::none) {
+    auto step = engine.step();
+    events.clear();
+    engine.poll(events);
+    for (const Event& e : events) {
+      if (e.request != id) continue;
+      if (e.token >= 0) {
+        tokens.push_back(e.token);
+        logprobs.push_back(e.logprob);
+      }
+      text += e.text;
+      if (stream && !e.text.empty()) {
+        fmt::print("{}", e.text);
+        std::fflush(stdout);
+      }
+      if (e.finish == FinishReason::error) fail(e.error);
+      if (e.finish != FinishReason::none) finish = e.finish;
+    }
+    if (!step && finish == FinishReason::none) cli::fail(step.error());
+  }
+  const char* reason = finish_reason_name(finish);
   if (a.json) {
-    nlohmann::json out = {{"tokens", r.tokens}, {"finish_reason", reason}};
-    if (text) out["text"] = *text;
+    nlohmann::json out = {{"tokens", tokens}, {"finish_reason", reason}};
+    if (a.logprobs) out["logprobs"] = logprobs;
+    if (engine.tokenizer() != nullptr) out["text"] = text;
     fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  } else if (text) {
-    fmt::print("{}{}\n", a.prompt, *text);
+  } else if (stream) {
+    fmt::print("\n");
   } else {
-    fmt::print("{}\nfinish_reason: {}\n", fmt::join(r.tokens, " "), reason);
+    fmt::print("{}\nfinish_reason: {}\n", fmt::join(tokens, " "), reason);
   }
 }
 
@@ -65,15 +97,21 @@ void setup(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   app.add_option("--model", args->model, "Hugging Face model folder (config.json + *.safetensors)")->required();
   app.add_option("--tokens", args->tokens, "comma-separated prompt token ids");
-  app.add_option("--prompt", args->prompt, "prompt text, encoded with the folder's tokenizer");
-  app.add_option("--max-tokens", args->max_tokens, "tokens to generate at most")->check(CLI::Range(0, 1 << 30));
+  app.add_option("--prompt", args->prompt, "prompt text, encoded with the folder's tokenizer; the answer streams");
+  app.add_option("--max-tokens", args->max_tokens, "tokens to generate at most (0: as the context allows)")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--stop", args->stop, "a string that ends generation (repeatable)");
+  app.add_flag("--logprobs", args->logprobs, "with --json: add each token's log-probability");
   app.add_flag("--json", args->json, "print {\"tokens\": [...], \"finish_reason\": ... [, \"text\": ...]}");
-  app.add_flag("--ignore-eos", args->ignore_eos, "do not stop on eos ids");
-  app.add_option("--threads", args->threads, "CPU worker threads besides the caller (-1: all cores)");
+  app.add_flag("--ignore-eos", args->ignore_eos, "do not stop on EOS ids");
+  app.add_option("--backend", args->backend, "cpu, cuda or auto")->capture_default_str();
+  app.add_option("--threads", args->threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
+  add_sampling_flags(app, args->sampling);
   app.callback([args] { run(*args); });
 }
 
-const CliRegistrar registrar{{"generate", "greedy generation from prompt token ids or text", setup}};
+const CliRegistrar registrar{{"generate", "generate from prompt token ids or text on the engine", setup}};
 
 }  // namespace
 }  // namespace photon::cli

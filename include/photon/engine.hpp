@@ -21,6 +21,7 @@
 
 #include "photon/export.h"
 #include "photon/result.hpp"
+#include "photon/tokenizer.hpp"
 
 namespace photon {
 
@@ -38,26 +39,40 @@ struct SamplingOptions {
   float frequency_penalty = 0.0f;   // [-2, 2]; generated tokens only (OpenAI semantics)
   // The random stream of this request. Equal seeds give equal tokens whatever
   // else is batched with the request. Absent: drawn per request by the engine.
-  std::optional<uint64_t> seed;
+  std::optional<uint64_t> seed{};
 };
 
 struct Request {
-  std::vector<int32_t> prompt_tokens;  // non-empty, ids in [0, vocab)
-  SamplingOptions sampling;
+  // The prompt: exactly one of prompt_tokens, prompt and messages. The text
+  // forms need the tokenizer of the model folder (Engine::tokenizer()).
+  std::vector<int32_t> prompt_tokens{};  // ids in [0, vocab)
+  std::string prompt{};                  // UTF-8, encoded with the tokenizer's special tokens (BOS) added
+  std::vector<ChatMessage> messages{};   // rendered by the model's chat template (`chat` below), then encoded
+  SamplingOptions sampling{};
   // Generated tokens at most; 0 => as many as the context allows
   // (min(max_position_embeddings, KV cache tokens) - prompt length).
   int32_t max_tokens = 0;
   // Extra tokens that end generation (reason stop), besides the model's EOS
   // ids (config.json eos_token_id) unless ignore_eos.
-  std::vector<int32_t> stop_token_ids;
+  std::vector<int32_t> stop_token_ids{};
   bool ignore_eos = false;
   // Report the n most likely tokens with each generated token, [0, 20].
   int32_t logprobs = 0;
+  // Strings that end generation (reason stop) once the generated text contains
+  // one; the streamed text stops right before it (the tokens that made it are
+  // still reported). Need the tokenizer.
+  std::vector<std::string> stop{};
+  // Stream the generated text in Event::text (when the engine has a tokenizer).
+  bool detokenize = true;
+  bool skip_special_tokens = true;  // leave special tokens (EOS, <|eot_id|>...) out of the text
+  // How `messages` are rendered. Kept last: GCC 12 gives a false -Wmaybe-uninitialized
+  // for a nested aggregate followed by designated members that may throw.
+  ChatOptions chat{};
 };
 
 enum class FinishReason : int32_t {
   none = 0,       // not finished (a token event)
-  stop = 1,       // a stop token was generated (it is the event's token)
+  stop = 1,       // a stop token (the event's token) or a stop string ended it
   length = 2,     // max_tokens reached
   cancelled = 3,  // cancel() (no token in this event)
   error = 4,      // the step that served it failed; Event::error says why
@@ -76,23 +91,28 @@ struct Event {
   RequestId request = 0;
   int32_t token = -1;      // the generated token; -1 for a finish without a token (cancelled, error)
   float logprob = 0.0f;    // log-probability of `token` (after temperature, before top-k/p/min-p)
-  std::vector<TokenLogprob> top_logprobs;  // Request::logprobs most likely tokens, most likely first
+  std::vector<TokenLogprob> top_logprobs{};  // Request::logprobs most likely tokens, most likely first
   FinishReason finish = FinishReason::none;
-  std::string error;       // finish == error: the failure
+  std::string error{};       // finish == error: the failure
+  // The text this event completes (UTF-8, possibly empty: a character split
+  // over tokens or text that may begin a stop string is held back). The
+  // pieces of a request concatenate to its detokenized output.
+  std::string text{};
 };
 
 // A finished request as generate() returns it.
 struct Completion {
   RequestId request = 0;
-  std::vector<int32_t> tokens;     // generated tokens (a stop token included)
-  std::vector<float> logprobs;     // [tokens.size()]
-  std::vector<std::vector<TokenLogprob>> top_logprobs;  // [tokens.size()] when Request::logprobs > 0
+  std::vector<int32_t> tokens{};     // generated tokens (a stop token included)
+  std::vector<float> logprobs{};     // [tokens.size()]
+  std::vector<std::vector<TokenLogprob>> top_logprobs{};  // [tokens.size()] when Request::logprobs > 0
   FinishReason finish = FinishReason::none;
-  std::string error;
+  std::string error{};
+  std::string text{};                // the generated text (when detokenized)
 };
 
 struct EngineOptions {
-  std::string model_dir;           // a Hugging Face folder: config.json + *.safetensors
+  std::string model_dir{};           // a Hugging Face folder: config.json + *.safetensors
   std::string backend = "auto";    // "cpu", "cuda", or "auto" (CUDA when built with it and a GPU is found)
   int32_t device = 0;              // CUDA device ordinal
   int32_t threads = 0;             // CPU backend compute threads, the calling one included; 0 => all cores
@@ -106,6 +126,7 @@ struct EngineOptions {
   int32_t max_batch_tokens = 2048; // tokens per step (prefill chunks and decodes)
   int32_t max_seqs = 256;          // sequences running at once
   bool prefix_caching = true;      // share KV blocks of equal prompt prefixes
+  bool load_tokenizer = true;      // load model_dir's tokenizer.json / tokenizer.model when present
 };
 
 struct StepStats {
@@ -153,9 +174,12 @@ class PHOTON_API Engine {
   Engine& operator=(const Engine&) = delete;
   ~Engine();  // stops the loop thread if running; unfinished requests are dropped with the engine
 
-  // Queues a request; it runs from the next step on. Errors: invalid_argument
-  // or out_of_range (a malformed request, the field named), capacity_exceeded
-  // (prompt + max_tokens beyond the KV cache or max_position_embeddings).
+  // Queues a request; it runs from the next step on. Text prompts are encoded
+  // on the calling thread. Errors: invalid_argument or out_of_range (a
+  // malformed request, the field named), capacity_exceeded (prompt +
+  // max_tokens beyond the KV cache or max_position_embeddings),
+  // invalid_state (a text field without a tokenizer), the tokenizer's errors
+  // (template_error...).
   Result<RequestId> submit(Request request);
   // Ends a request at the next step with a cancelled event (nothing happens if
   // it already finished). Errors: unknown_request (an id never issued).
@@ -188,20 +212,24 @@ class PHOTON_API Engine {
 
   EngineMetrics metrics() const;
 
-  // Model facts: vocabulary size, context limit, EOS ids, KV capacity.
+  // Model facts: vocabulary size, context limit, EOS ids (config.json's and
+  // the tokenizer's), KV capacity.
   int32_t vocab_size() const noexcept;
   int32_t max_model_len() const noexcept;
   std::span<const int32_t> eos_token_ids() const noexcept;
   int64_t kv_capacity_tokens() const noexcept;
   // The backend in use ("cpu" or "cuda").
   std::string backend_name() const;
+  // The model folder's tokenizer; nullptr when it has none (or load_tokenizer
+  // was false). Owned by the engine; const members are thread-safe.
+  const Tokenizer* tokenizer() const noexcept;
 
   class Impl;
 
  private:
   friend class EngineImplAccess;  // builds an Engine around an Impl (inside libphoton)
   explicit Engine(std::unique_ptr<Impl> impl) noexcept;
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Impl> impl_{};
 };
 
 }  // namespace photon

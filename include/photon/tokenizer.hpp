@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "photon/export.h"
 #include "photon/result.hpp"
 
 namespace photon {
@@ -40,11 +41,11 @@ struct DecodeOptions {
 
 // One message of an OpenAI-style conversation.
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant", "tool"
-  std::string content;
+  std::string role{};     // "system", "user", "assistant", "tool"
+  std::string content{};
   // Qwen3: the reasoning of an earlier assistant turn, when kept apart from
   // `content` (otherwise a <think>...</think> block inside content is used).
-  std::optional<std::string> reasoning_content;
+  std::optional<std::string> reasoning_content{};
 };
 
 struct ChatOptions {
@@ -53,7 +54,7 @@ struct ChatOptions {
   // Llama 3.1/3.2: the "Today Date" of the system header. Empty: today's date
   // (local time, "%d %b %Y") for templates that call strftime_now (3.2),
   // "26 Jul 2024" for those that do not (3.1).
-  std::string date_string;
+  std::string date_string{};
 };
 
 // The chat template families photon renders without a Jinja engine.
@@ -67,7 +68,7 @@ enum class ChatTemplateKind : int32_t {
 
 // Thread-compatibility: after load, every const member may be called from any
 // number of threads at once. Move-only.
-class Tokenizer {
+class PHOTON_API Tokenizer {
  public:
   // Loads `dir`: tokenizer.json if present, else tokenizer.model; plus
   // tokenizer_config.json and generation_config.json (config.json's
@@ -131,6 +132,7 @@ class Tokenizer {
 
  private:
   friend class DetokenizerStream;
+  friend const Impl& tokenizer_impl(const Tokenizer& t) noexcept;  // src/ and tests only
   explicit Tokenizer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
@@ -141,7 +143,7 @@ class Tokenizer {
 // tokenizer.decode(all ids) exactly.
 // Borrows the tokenizer (it must outlive the stream). Thread-compatible: one
 // thread at a time per stream. Move-only.
-class DetokenizerStream {
+class PHOTON_API DetokenizerStream {
  public:
   explicit DetokenizerStream(const Tokenizer& tokenizer, const DecodeOptions& options = {});
   DetokenizerStream(DetokenizerStream&&) noexcept;
@@ -169,7 +171,7 @@ class DetokenizerStream {
 // a stop string is held back until it is known not to be, so no part of a
 // stop string ever reaches the caller, whatever the chunking.
 // Thread-compatible; copyable.
-class StopStringMatcher {
+class PHOTON_API StopStringMatcher {
  public:
   // invalid_argument for an empty stop string. No stop strings: every feed
   // passes its text through.

@@ -52,5 +52,6 @@ int32_t Engine::max_model_len() const noexcept { return impl_->core->config().ma
 std::span<const int32_t> Engine::eos_token_ids() const noexcept { return impl_->core->config().eos_token_ids; }
 int64_t Engine::kv_capacity_tokens() const noexcept { return impl_->core->kv_capacity_tokens(); }
 std::string Engine::backend_name() const { return impl_->backend_name; }
+const Tokenizer* Engine::tokenizer() const noexcept { return impl_->core->tokenizer(); }
 
 }  // namespace photon

@@ -1,4 +1,6 @@
 // Engine::open: backend choice, model load, KV cache sizing, engine core.
+#include <algorithm>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <thread>
@@ -57,6 +59,17 @@ Result<std::unique_ptr<Backend>> make_backend(const EngineOptions& o) {
   return make_cpu(o);
 }
 
+// The folder's tokenizer, or null when it has no tokenizer file. A tokenizer
+// file that fails to load is an error (not silently ignored).
+Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(fs::path(dir) / "tokenizer.json", ec) && !fs::exists(fs::path(dir) / "tokenizer.model", ec))
+    return std::unique_ptr<Tokenizer>();
+  PHOTON_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::load(dir));
+  return std::make_unique<Tokenizer>(std::move(tok));
+}
+
 }  // namespace
 
 Result<Engine> Engine::open(const EngineOptions& options) {
@@ -75,6 +88,11 @@ Result<Engine> Engine::open(const EngineOptions& options) {
   PHOTON_TRY(model->init_kv_cache(num_blocks, options.block_size));
   PHOTON_TRY(model->reserve(options.max_batch_tokens, options.max_seqs));
 
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (options.load_tokenizer) {
+    PHOTON_ASSIGN_OR_RETURN(tokenizer, load_tokenizer(options.model_dir));
+  }
+
   EngineCoreConfig cc;
   cc.num_blocks = num_blocks;
   cc.block_size = options.block_size;
@@ -84,9 +102,15 @@ Result<Engine> Engine::open(const EngineOptions& options) {
   cc.vocab_size = mc.vocab_size;
   cc.max_model_len = mc.max_position_embeddings;
   cc.eos_token_ids = mc.eos_token_ids;
+  if (tokenizer) {
+    const auto tok_eos = tokenizer->eos_token_ids();
+    cc.eos_token_ids.insert(cc.eos_token_ids.end(), tok_eos.begin(), tok_eos.end());
+    std::sort(cc.eos_token_ids.begin(), cc.eos_token_ids.end());
+    cc.eos_token_ids.erase(std::unique(cc.eos_token_ids.begin(), cc.eos_token_ids.end()), cc.eos_token_ids.end());
+  }
   cc.seed_salt = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
   auto runner = std::make_unique<BackendModelRunner>(std::move(backend), std::move(model));
-  PHOTON_ASSIGN_OR_RETURN(std::unique_ptr<EngineCore> core, EngineCore::create(std::move(cc), std::move(runner)));
+  PHOTON_ASSIGN_OR_RETURN(std::unique_ptr<EngineCore> core, EngineCore::create(std::move(cc), std::move(runner), std::move(tokenizer)));
   return EngineImplAccess::make(std::make_unique<Engine::Impl>(std::move(core), backend_name));
 }
 

@@ -105,9 +105,10 @@ Result<void> BpeModel::parse_pre_tokenizer(const json& j, const std::string& fil
   return bad(file, fmt::format("pre_tokenizer type \"{}\" is not supported (supported: Split, ByteLevel, Sequence)", type));
 }
 
-Result<std::unique_ptr<BpeModel>> BpeModel::from_json(const json& root, const std::vector<AddedToken>& added,
+Result<std::unique_ptr<BpeModel>> BpeModel::from_json(const TokenizerJson& tj, const std::vector<AddedToken>& added,
                                                       const std::string& file) {
   std::unique_ptr<BpeModel> m(new BpeModel());
+  const json& root = tj.root;
   if (!root.is_object()) return bad(file, "the top level is not a JSON object");
   const auto model_it = root.find("model");
   if (model_it == root.end() || !model_it->is_object()) return bad(file, "no \"model\" object");
@@ -136,14 +137,9 @@ Result<std::unique_ptr<BpeModel>> BpeModel::from_json(const json& root, const st
   }
 
   // Vocabulary.
-  const auto vocab_it = model.find("vocab");
-  if (vocab_it == model.end() || !vocab_it->is_object() || vocab_it->empty())
-    return bad(file, "model.vocab is missing or not a non-empty object");
-  const json& vocab = *vocab_it;
+  if (!tj.has_vocab || tj.vocab.empty()) return bad(file, "model.vocab is missing or not a non-empty object");
   int32_t max_id = -1;
-  for (const auto& [text, idj] : vocab.items()) {
-    if (!idj.is_number_integer()) return bad(file, fmt::format("model.vocab[\"{}\"] is not an integer id", text));
-    const int64_t id = idj.get<int64_t>();
+  for (const auto& [text, id] : tj.vocab) {
     if (id < 0 || id > INT32_MAX / 2) return bad(file, fmt::format("model.vocab[\"{}\"] = {} is out of range", text, id));
     max_id = std::max(max_id, static_cast<int32_t>(id));
   }
@@ -154,10 +150,10 @@ Result<std::unique_ptr<BpeModel>> BpeModel::from_json(const json& root, const st
   const size_t n_ids = static_cast<size_t>(max_id) + 1;
   m->token_bytes_.assign(n_ids, std::string());
   m->present_.assign(n_ids, 0);
-  m->text_vocab_.reserve(vocab.size() + added.size());
-  if (m->ignore_merges_) m->bytes_vocab_.reserve(vocab.size());
-  for (const auto& [text, idj] : vocab.items()) {
-    const auto id = static_cast<int32_t>(idj.get<int64_t>());
+  m->text_vocab_.reserve(tj.vocab.size() + added.size());
+  if (m->ignore_merges_) m->bytes_vocab_.reserve(tj.vocab.size());
+  for (const auto& [text, id64] : tj.vocab) {
+    const auto id = static_cast<int32_t>(id64);
     m->text_vocab_.insert(text, id);
     auto bytes = byte_level::decode(text);
     std::string b = bytes ? std::move(*bytes) : text;
@@ -166,10 +162,9 @@ Result<std::unique_ptr<BpeModel>> BpeModel::from_json(const json& root, const st
     m->present_[id] = 1;
   }
   for (int b = 0; b < 256; ++b) {
-    const int32_t id = m->text_vocab_.find(byte_level::encode(std::string(1, static_cast<char>(b))));
-    if (id < 0)
-      return bad(file, fmt::format("model.vocab lacks the byte-level token for byte 0x{:02X} (\"{}\")", b,
-                                   byte_level::encode(std::string(1, static_cast<char>(b)))));
+    const std::string symbol = byte_level::encode(std::string(1, static_cast<char>(b)));
+    const int32_t id = m->text_vocab_.find(symbol);
+    if (id < 0) return bad(file, fmt::format("model.vocab lacks the byte-level token for byte 0x{:02X} (\"{}\")", b, symbol));
     m->byte_ids_[b] = id;
   }
   // Added tokens decode like tokenizers' ByteLevel decoder: through the byte map
@@ -180,29 +175,14 @@ Result<std::unique_ptr<BpeModel>> BpeModel::from_json(const json& root, const st
     m->present_[t.id] = 1;
   }
 
-  // Merges: "left right" strings or ["left", "right"] pairs, rank = position.
-  const auto merges_it = model.find("merges");
-  if (merges_it == model.end() || !merges_it->is_array()) return bad(file, "model.merges is missing or not an array");
-  const json& merges = *merges_it;
-  m->merges_.reserve(merges.size());
-  std::string left, right;
-  for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const json& e = merges[rank];
-    if (e.is_string()) {
-      const std::string& s = e.get_ref<const std::string&>();
-      const size_t sp = s.find(' ');
-      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-        return bad(file, fmt::format("model.merges[{}] \"{}\" is not two tokens separated by one space", rank, s));
-      left.assign(s, 0, sp);
-      right.assign(s, sp + 1);
-    } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
-      left = e[0].get_ref<const std::string&>();
-      right = e[1].get_ref<const std::string&>();
-    } else {
-      return bad(file, fmt::format("model.merges[{}] is neither \"a b\" nor [\"a\", \"b\"]", rank));
-    }
-    const int32_t l = m->text_vocab_.find(left), r = m->text_vocab_.find(right);
-    const int32_t merged = m->text_vocab_.find(left + right);
+  // Merges: rank = position in the file.
+  if (!tj.has_merges) return bad(file, "model.merges is missing or not an array");
+  m->merges_.reserve(tj.merges.size());
+  std::string joined;
+  for (size_t rank = 0; rank < tj.merges.size(); ++rank) {
+    const auto& [left, right] = tj.merges[rank];
+    joined.assign(left).append(right);
+    const int32_t l = m->text_vocab_.find(left), r = m->text_vocab_.find(right), merged = m->text_vocab_.find(joined);
     if (l < 0 || r < 0 || merged < 0)
       return bad(file, fmt::format("model.merges[{}] (\"{}\", \"{}\") uses a token missing from model.vocab", rank, left, right));
     m->merges_.insert(l, r, MergeMap::Value{static_cast<int32_t>(rank), merged});
@@ -223,7 +203,7 @@ void BpeModel::append_token_bytes(int32_t id, DecodeState& state, std::string& o
   state.at_start = false;
 }
 
-void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out, size_t heap_threshold) const {
+void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   if (word.size() == 1) {
     out.push_back(byte_ids_[static_cast<unsigned char>(word[0])]);
     return;
@@ -235,6 +215,18 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out, siz
       return;
     }
   }
+  if (word.size() > BpeWordCache::kMaxWordBytes) {
+    merge_word(word, out);
+    return;
+  }
+  const uint64_t h = hash_bytes(word);
+  if (cache_.find(word, h, out)) return;
+  const size_t before = out.size();
+  merge_word(word, out);
+  cache_.insert(word, h, out.data() + before, out.size() - before);
+}
+
+void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out, size_t heap_threshold) const {
   if (word.size() > std::min(heap_threshold, kScanMax)) merge_heap(word, out);
   else merge_scan(word, out);
 }
@@ -327,8 +319,9 @@ Result<void> BpeModel::encode(std::string_view text, std::vector<int32_t>& out) 
     next.clear();
     for (std::string_view p : pieces) {
       if (step.byte_level && step.add_prefix_space && !p.empty() && p[0] != ' ') {
-        owned.push_back(" " + std::string(p));
-        p = owned.back();
+        std::string& prefixed = owned.emplace_back(p.size() + 1, ' ');
+        p.copy(prefixed.data() + 1, p.size());
+        p = prefixed;
       }
       if (step.regex) PHOTON_TRY(step.regex->split(p, step.behavior, step.invert, next));
       else if (!p.empty()) next.push_back(p);

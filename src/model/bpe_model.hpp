@@ -12,16 +12,16 @@
 // Immutable after load; encode and decode are thread-safe.
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "model/added_tokens.hpp"
+#include "model/bpe_word_cache.hpp"
 #include "model/regex_splitter.hpp"
 #include "model/token_maps.hpp"
+#include "model/tokenizer_json.hpp"
 #include "model/tokenizer_model.hpp"
 #include "model/unicode_text.hpp"
 
@@ -29,9 +29,9 @@ namespace photon {
 
 class BpeModel final : public TokenizerModel {
  public:
-  // `root`: the parsed tokenizer.json; `added`: its added_tokens (their ids
+  // `tj`: the parsed tokenizer.json; `added`: its added_tokens (their ids
   // may lie outside the model vocabulary). `file` names the file in messages.
-  static Result<std::unique_ptr<BpeModel>> from_json(const nlohmann::json& root,
+  static Result<std::unique_ptr<BpeModel>> from_json(const TokenizerJson& tj,
                                                      const std::vector<AddedToken>& added,
                                                      const std::string& file);
 
@@ -44,9 +44,13 @@ class BpeModel final : public TokenizerModel {
 
   bool has_id(int32_t id) const noexcept override { return id >= 0 && id < size() && present_[id]; }
 
-  // BPE over the bytes of one pre-token (exposed for tests). `heap_threshold`:
-  // pieces of more bytes use the heap-ordered merge instead of the scan.
-  void encode_word(std::string_view word, std::vector<int32_t>& out, size_t heap_threshold = kHeapThreshold) const;
+  // Ids of one pre-token: the vocabulary entry itself when ignore_merges, a
+  // cached result, or BPE over its bytes.
+  void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+  // BPE over the bytes of one pre-token, uncached (exposed for tests).
+  // `heap_threshold`: pieces of more bytes use the heap-ordered merge instead
+  // of the scan.
+  void merge_word(std::string_view word, std::vector<int32_t>& out, size_t heap_threshold = kHeapThreshold) const;
   static constexpr size_t kHeapThreshold = 48;
   static constexpr size_t kScanMax = 256;  // the scan's stack arrays
 
@@ -73,6 +77,7 @@ class BpeModel final : public TokenizerModel {
   std::vector<std::string> token_bytes_;  // id -> bytes it decodes to (added tokens included)
   std::vector<uint8_t> present_;          // id -> 1 when some token has this id
   bool ignore_merges_ = false;
+  mutable BpeWordCache cache_;  // thread-safe (see bpe_word_cache.hpp)
 };
 
 }  // namespace photon

@@ -54,6 +54,7 @@ struct NormalizerFlags {
   bool add_dummy_prefix = true;
   bool remove_extra_whitespaces = true;
   bool has_denormalizer = false;
+  std::string unk_surface{kUnknownSurface};  // TrainerSpec.unk_surface (decoded text of <unk>)
 };
 
 bool read_normalizer_flags(std::string_view proto, NormalizerFlags& flags) {
@@ -64,7 +65,16 @@ bool read_normalizer_flags(std::string_view proto, NormalizerFlags& flags) {
   while (r.i < proto.size()) {
     if (!r.field(num, wire, v, bytes)) return false;
     if (wire != 2) continue;
-    if (num == 3) {  // ModelProto.normalizer_spec
+    if (num == 2) {  // ModelProto.trainer_spec
+      WireReader t{bytes};
+      uint32_t tn, tw;
+      uint64_t tv;
+      std::string_view tb;
+      while (t.i < bytes.size()) {
+        if (!t.field(tn, tw, tv, tb)) return false;
+        if (tw == 2 && tn == 44) flags.unk_surface = std::string(tb);
+      }
+    } else if (num == 3) {  // ModelProto.normalizer_spec
       WireReader n{bytes};
       uint32_t nn, nw;
       uint64_t nv;
@@ -110,6 +120,7 @@ Result<std::unique_ptr<SentencePieceModel>> SentencePieceModel::load(const std::
     return fail(Errc::tokenizer_error, fmt::format("{}: denormalizer_spec rules are not supported", path));
   m->strip_leading_space_ = flags.add_dummy_prefix || flags.remove_extra_whitespaces;
   m->remove_extra_whitespaces_ = flags.remove_extra_whitespaces;
+  m->unk_surface_ = flags.unk_surface;
 
   const int n = m->sp_->GetPieceSize();
   if (n <= 0) return fail(Errc::tokenizer_error, fmt::format("{}: the model has no pieces", path));
@@ -173,7 +184,7 @@ void SentencePieceModel::append_token_bytes(int32_t id, DecodeState& state, std:
       text = {};
       break;
     case Kind::unknown:
-      text = kUnknownSurface;
+      text = unk_surface_;
       break;
     default:
       if (state.at_start && strip_leading_space_ && p.leading_space) {

@@ -1,9 +1,10 @@
 // SentencePiece tokenizer.model (Llama-2 style) through libsentencepiece.
 // Encoding is the library's; decoding re-implements its DecodeIds piece by
 // piece (so it can stream): control pieces (<s>, </s>) are invisible, <unk>
-// is " \u2047 ", byte pieces <0xXX> are raw bytes (invalid UTF-8 becomes one
-// U+FFFD per byte), "▁" is a space, and the leading "▁" of the text is dropped
-// when the model adds a dummy prefix or removes extra whitespace.
+// is the model's trainer_spec.unk_surface (default " \u2047 "), byte pieces
+// <0xXX> are raw bytes (invalid UTF-8 becomes one U+FFFD per byte), "▁" is a
+// space, and the leading "▁" of the text is dropped when the model adds a
+// dummy prefix or removes extra whitespace.
 //
 // Immutable after load; thread-safe (SentencePieceProcessor's const methods are).
 #pragma once
@@ -54,6 +55,7 @@ class SentencePieceModel final : public TokenizerModel {
   std::vector<Piece> pieces_;
   bool strip_leading_space_ = true;  // add_dummy_prefix || remove_extra_whitespaces
   bool remove_extra_whitespaces_ = false;
+  std::string unk_surface_;  // what <unk> decodes to (the model's trainer_spec.unk_surface)
   int32_t bos_id_ = -1, eos_id_ = -1, pad_id_ = -1;
 };
 

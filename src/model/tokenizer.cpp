@@ -12,6 +12,7 @@
 #include "model/sp_model.hpp"
 #include "model/tokenizer_config.hpp"
 #include "model/tokenizer_impl.hpp"
+#include "model/tokenizer_json.hpp"
 #include "model/utf8.hpp"
 #include "photon/tokenizer.hpp"
 
@@ -95,6 +96,8 @@ int32_t id_of(const TokenizerModel& model, const std::optional<std::string>& tok
 
 }  // namespace
 
+const Tokenizer::Impl& tokenizer_impl(const Tokenizer& t) noexcept { return *t.impl_; }
+
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
@@ -112,12 +115,12 @@ Result<Tokenizer> Tokenizer::load(const std::string& dir) {
   std::vector<AddedToken> added;
   bool has_template = false;
   if (fs::exists(json_path, ec)) {
-    PHOTON_ASSIGN_OR_RETURN(json root, read_json_file(json_path));
-    if (!root.is_object()) return bad(json_path, "the top level is not a JSON object");
-    PHOTON_ASSIGN_OR_RETURN(added, parse_added_tokens(root, json_path));
-    PHOTON_ASSIGN_OR_RETURN(auto bpe, BpeModel::from_json(root, added, json_path));
+    PHOTON_ASSIGN_OR_RETURN(TokenizerJson tj, read_tokenizer_json(json_path));
+    if (!tj.root.is_object()) return bad(json_path, "the top level is not a JSON object");
+    PHOTON_ASSIGN_OR_RETURN(added, parse_added_tokens(tj.root, json_path));
+    PHOTON_ASSIGN_OR_RETURN(auto bpe, BpeModel::from_json(tj, added, json_path));
     impl->model = std::move(bpe);
-    PHOTON_TRY(parse_post_processor(root.value("post_processor", json()), json_path, impl->prefix_ids,
+    PHOTON_TRY(parse_post_processor(tj.root.value("post_processor", json()), json_path, impl->prefix_ids,
                                     impl->suffix_ids, has_template));
   } else if (fs::exists(sp_path, ec)) {
     PHOTON_ASSIGN_OR_RETURN(auto sp, SentencePieceModel::load(sp_path));

@@ -4,15 +4,14 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "core/json_util.hpp"
 #include "core/try.hpp"
 
 namespace photon {
 namespace {
 
-using json = nlohmann::json;
+using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
 Unexpected bad_field(const std::string& file, const std::string& field, const std::string& what) {
@@ -20,7 +19,7 @@ Unexpected bad_field(const std::string& file, const std::string& field, const st
 }
 
 // A token given as "text", {"content": "text", ...} (AddedToken) or null.
-Result<std::optional<std::string>> token_text(const json& j, const char* key, const std::string& file) {
+Result<std::optional<std::string>> token_text(const Json& j, const char* key, const std::string& file) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::optional<std::string>();
   if (it->is_string()) return std::optional<std::string>(it->get<std::string>());
@@ -29,7 +28,7 @@ Result<std::optional<std::string>> token_text(const json& j, const char* key, co
   return bad_field(file, key, "must be a string, an object with \"content\", or null");
 }
 
-Result<std::optional<bool>> opt_bool(const json& j, const char* key, const std::string& file) {
+Result<std::optional<bool>> opt_bool(const Json& j, const char* key, const std::string& file) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::optional<bool>();
   if (!it->is_boolean()) return bad_field(file, key, "must be true or false");
@@ -37,11 +36,11 @@ Result<std::optional<bool>> opt_bool(const json& j, const char* key, const std::
 }
 
 // An id field that may be an int or a list of ints.
-Result<std::vector<int32_t>> id_list(const json& j, const char* key, const std::string& file) {
+Result<std::vector<int32_t>> id_list(const Json& j, const char* key, const std::string& file) {
   std::vector<int32_t> ids;
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return ids;
-  auto one = [&](const json& v) -> Result<void> {
+  auto one = [&](const Json& v) -> Result<void> {
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
       return bad_field(file, key, "must be a non-negative integer or a list of them");
     ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
@@ -57,33 +56,12 @@ Result<std::vector<int32_t>> id_list(const json& j, const char* key, const std::
 
 }  // namespace
 
-Result<json> read_json_file(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return fail(Errc::file_not_found, fmt::format("{}: no such file", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(Errc::io_error, fmt::format("{}: cannot open", path));
-  std::string text;
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  if (size < 0) return fail(Errc::io_error, fmt::format("{}: cannot read", path));
-  text.resize(static_cast<size_t>(size));
-  in.seekg(0);
-  in.read(text.data(), size);
-  if (!in) return fail(Errc::io_error, fmt::format("{}: read failed", path));
-  // Parsing happens at load time only; the exception carries the position.
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    return fail(Errc::bad_json, fmt::format("{}: {}", path, e.what()));
-  }
-}
-
 Result<TokenizerSettings> read_tokenizer_settings(const std::string& dir) {
   TokenizerSettings s;
   std::error_code ec;
   const std::string cfg_path = dir + "/tokenizer_config.json";
   if (fs::exists(cfg_path, ec)) {
-    PHOTON_ASSIGN_OR_RETURN(json cfg, read_json_file(cfg_path));
+    PHOTON_ASSIGN_OR_RETURN(Json cfg, json::parse_file(cfg_path));
     if (!cfg.is_object()) return fail(Errc::tokenizer_error, cfg_path + ": the top level is not an object");
     PHOTON_ASSIGN_OR_RETURN(s.bos_token, token_text(cfg, "bos_token", cfg_path));
     PHOTON_ASSIGN_OR_RETURN(s.eos_token, token_text(cfg, "eos_token", cfg_path));
@@ -110,17 +88,13 @@ Result<TokenizerSettings> read_tokenizer_settings(const std::string& dir) {
   }
   const std::string jinja_path = dir + "/chat_template.jinja";
   if (s.chat_template.empty() && fs::exists(jinja_path, ec)) {
-    std::ifstream in(jinja_path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (!in) return fail(Errc::io_error, jinja_path + ": read failed");
-    s.chat_template = ss.str();
+    PHOTON_ASSIGN_OR_RETURN(s.chat_template, json::read_file(jinja_path));
   }
   // eos/bos ids: generation_config.json, else config.json.
   for (const char* name : {"generation_config.json", "config.json"}) {
     const std::string path = dir + "/" + name;
     if (!fs::exists(path, ec)) continue;
-    PHOTON_ASSIGN_OR_RETURN(json g, read_json_file(path));
+    PHOTON_ASSIGN_OR_RETURN(Json g, json::parse_file(path));
     if (!g.is_object()) return fail(Errc::tokenizer_error, path + ": the top level is not an object");
     PHOTON_ASSIGN_OR_RETURN(s.extra_eos_ids, id_list(g, "eos_token_id", path));
     PHOTON_ASSIGN_OR_RETURN(auto bos, id_list(g, "bos_token_id", path));

@@ -4,8 +4,6 @@
 // (eos ids when generation_config.json is absent). Every file is optional.
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,9 +25,5 @@ struct TokenizerSettings {
 // Reads the optional files of `dir`. Errors: bad_json for unparsable JSON,
 // tokenizer_error for a field of the wrong type (the message names file and field).
 Result<TokenizerSettings> read_tokenizer_settings(const std::string& dir);
-
-// Reads and parses a JSON file. file_not_found, io_error or bad_json (with
-// the parser's position) name the path.
-Result<nlohmann::json> read_json_file(const std::string& path);
 
 }  // namespace photon

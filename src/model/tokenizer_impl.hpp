@@ -32,4 +32,7 @@ struct Tokenizer::Impl {
   bool valid_id(int32_t id) const noexcept { return model->has_id(id); }
 };
 
+// The internals of a loaded tokenizer (for src/ and the tests).
+const Tokenizer::Impl& tokenizer_impl(const Tokenizer& t) noexcept;
+
 }  // namespace photon

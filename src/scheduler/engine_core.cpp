@@ -26,14 +26,17 @@ Result<void> check_config(const EngineCoreConfig& c) {
 
 }  // namespace
 
-Result<std::unique_ptr<EngineCore>> EngineCore::create(EngineCoreConfig config, std::unique_ptr<ModelRunner> runner) {
+Result<std::unique_ptr<EngineCore>> EngineCore::create(EngineCoreConfig config, std::unique_ptr<ModelRunner> runner,
+                                                       std::unique_ptr<Tokenizer> tokenizer) {
   PHOTON_TRY(check_config(config));
   if (!runner) return fail(Errc::invalid_argument, "engine core: no model runner");
-  return std::unique_ptr<EngineCore>(new EngineCore(std::move(config), std::move(runner)));
+  return std::unique_ptr<EngineCore>(new EngineCore(std::move(config), std::move(runner), std::move(tokenizer)));
 }
 
-EngineCore::EngineCore(EngineCoreConfig config, std::unique_ptr<ModelRunner> runner)
+EngineCore::EngineCore(EngineCoreConfig config, std::unique_ptr<ModelRunner> runner,
+                       std::unique_ptr<Tokenizer> tokenizer)
     : config_(std::move(config)),
+      tokenizer_(std::move(tokenizer)),
       runner_(std::move(runner)),
       blocks_(config_.num_blocks, config_.block_size, config_.prefix_caching),
       scheduler_(SchedulerOptions{config_.max_batch_tokens, config_.max_seqs}, blocks_) {
@@ -48,11 +51,30 @@ EngineCore::~EngineCore() { stop_loop(); }
 
 // ---- any thread ------------------------------------------------------------
 
+Result<EngineCore::Prepared> EngineCore::prepare(const Request& request) const {
+  Prepared p;
+  PHOTON_ASSIGN_OR_RETURN(p.prompt, request_prompt_ids(request, tokenizer_.get()));
+  PHOTON_ASSIGN_OR_RETURN(p.params, resolve_request(request, p.prompt, limits_, 0));
+  p.seeded = request.sampling.seed.has_value();
+  if (!request.stop.empty() && tokenizer_ == nullptr)
+    return fail(Errc::invalid_state, "request.stop needs a tokenizer, and the engine has none");
+  if (tokenizer_ != nullptr && (request.detokenize || !request.stop.empty())) {
+    PHOTON_ASSIGN_OR_RETURN(TextStream text, TextStream::create(*tokenizer_, request));
+    p.text.emplace(std::move(text));
+  }
+  return p;
+}
+
 Result<RequestId> EngineCore::submit_impl(const Request& request, bool captured) {
-  PHOTON_ASSIGN_OR_RETURN(SequenceParams params, resolve_request(request, limits_, 0));
+  PHOTON_ASSIGN_OR_RETURN(Prepared p, prepare(request));
+  return enqueue(std::move(p), captured);
+}
+
+RequestId EngineCore::enqueue(Prepared prepared, bool captured) {
   const RequestId id = next_id_.fetch_add(1, std::memory_order_relaxed);
-  if (!request.sampling.seed) params.sampling.seed = mix64(config_.seed_salt ^ mix64(id));
-  Pending p{std::make_unique<Sequence>(id, request.prompt_tokens, std::move(params)), captured};
+  if (!prepared.seeded) prepared.params.sampling.seed = mix64(config_.seed_salt ^ mix64(id));
+  Pending p{std::make_unique<Sequence>(id, prepared.prompt, std::move(prepared.params)), std::move(prepared.text),
+            captured};
   {
     std::lock_guard lk(inbox_mutex_);
     inbox_.push_back(std::move(p));
@@ -106,7 +128,7 @@ void EngineCore::take_inboxes(StepStats& stats) {
   }
   for (Pending& p : submitted) {
     Sequence* seq = p.seq.get();
-    live_.emplace(seq->id(), Live{std::move(p.seq), p.captured});
+    live_.emplace(seq->id(), Live{std::move(p.seq), std::move(p.text), p.captured});
     scheduler_.add(seq);
   }
   for (RequestId id : cancelled) {
@@ -151,6 +173,7 @@ void EngineCore::build_sample_batch() {
 
 void EngineCore::finish(Live& live, Event ev, FinishReason reason, StepStats& stats) {
   scheduler_.finish(live.seq.get());
+  if (live.text) live.text->finish(ev.text);  // held-back text (nothing after a stop string)
   ev.finish = reason;
   step_events_.push_back({std::move(ev), live.captured});
   ++stats.finished;
@@ -214,7 +237,8 @@ Result<StepStats> EngineCore::step() {
         }
         const auto& stops = seq.params().stop_token_ids;
         FinishReason reason = FinishReason::none;
-        if (std::binary_search(stops.begin(), stops.end(), tok)) reason = FinishReason::stop;
+        if (live.text && live.text->feed(tok, ev.text)) reason = FinishReason::stop;  // a stop string
+        else if (std::binary_search(stops.begin(), stops.end(), tok)) reason = FinishReason::stop;
         else if (seq.num_generated() >= seq.params().max_tokens) reason = FinishReason::length;
         if (reason != FinishReason::none) {
           finish(live, std::move(ev), reason, stats);
@@ -272,14 +296,16 @@ void EngineCore::update_metrics(const StepStats& stats) {
 
 Result<std::vector<Completion>> EngineCore::generate(std::span<const Request> requests) {
   // Check every request first so that none runs when one is malformed.
+  std::vector<Prepared> prepared;
   for (size_t i = 0; i < requests.size(); ++i) {
-    auto ok = resolve_request(requests[i], limits_, 0);
-    if (!ok) return fail(ok.error().code, "requests[" + std::to_string(i) + "]: " + ok.error().message);
+    auto p = prepare(requests[i]);
+    if (!p) return fail(p.error().code, "requests[" + std::to_string(i) + "]: " + p.error().message);
+    prepared.push_back(std::move(*p));
   }
   std::vector<Completion> done(requests.size());
   std::unordered_map<RequestId, size_t> index;
   for (size_t i = 0; i < requests.size(); ++i) {
-    PHOTON_ASSIGN_OR_RETURN(RequestId id, submit_impl(requests[i], true));
+    const RequestId id = enqueue(std::move(prepared[i]), true);
     done[i].request = id;
     index.emplace(id, i);
   }
@@ -291,6 +317,7 @@ Result<std::vector<Completion>> EngineCore::generate(std::span<const Request> re
       if (ev != captured_events_.end()) {
         Completion& c = done[it->second];
         for (Event& e : ev->second) {
+          c.text += e.text;
           if (e.token >= 0) {
             c.tokens.push_back(e.token);
             c.logprobs.push_back(e.logprob);

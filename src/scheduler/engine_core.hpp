@@ -22,6 +22,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "scheduler/block_manager.hpp"
 #include "scheduler/model_runner.hpp"
 #include "scheduler/request_params.hpp"
+#include "scheduler/request_text.hpp"
 #include "scheduler/scheduler.hpp"
 #include "scheduler/sequence.hpp"
 
@@ -50,8 +52,10 @@ struct EngineCoreConfig {
 
 class EngineCore {
  public:
+  // `tokenizer` (may be null) serves text prompts and streamed text.
   // Errors: invalid_argument naming the option out of range.
-  static Result<std::unique_ptr<EngineCore>> create(EngineCoreConfig config, std::unique_ptr<ModelRunner> runner);
+  static Result<std::unique_ptr<EngineCore>> create(EngineCoreConfig config, std::unique_ptr<ModelRunner> runner,
+                                                    std::unique_ptr<Tokenizer> tokenizer = nullptr);
   ~EngineCore();  // stops the loop thread
   EngineCore(const EngineCore&) = delete;
   EngineCore& operator=(const EngineCore&) = delete;
@@ -67,17 +71,27 @@ class EngineCore {
   EngineMetrics metrics() const;
 
   const EngineCoreConfig& config() const noexcept { return config_; }
+  const Tokenizer* tokenizer() const noexcept { return tokenizer_.get(); }
   int64_t kv_capacity_tokens() const noexcept { return int64_t(config_.num_blocks) * config_.block_size; }
 
  private:
-  EngineCore(EngineCoreConfig config, std::unique_ptr<ModelRunner> runner);
+  EngineCore(EngineCoreConfig config, std::unique_ptr<ModelRunner> runner, std::unique_ptr<Tokenizer> tokenizer);
 
+  // A checked request, before it gets its id.
+  struct Prepared {
+    std::vector<int32_t> prompt;
+    SequenceParams params;
+    bool seeded = false;
+    std::optional<TextStream> text;
+  };
   struct Pending {
     std::unique_ptr<Sequence> seq;
+    std::optional<TextStream> text;
     bool captured = false;  // events go to generate(), not poll()
   };
   struct Live {
     std::unique_ptr<Sequence> seq;
+    std::optional<TextStream> text;
     bool captured = false;
   };
   struct StepEvent {
@@ -86,6 +100,9 @@ class EngineCore {
   };
 
   Result<RequestId> submit_impl(const Request& request, bool captured);
+  // Encodes and checks a request (any thread).
+  Result<Prepared> prepare(const Request& request) const;
+  RequestId enqueue(Prepared prepared, bool captured);
   void take_inboxes(StepStats& stats);
   void build_sample_batch();
   // Ends `live` with `reason` (its blocks freed) and queues its finish event
@@ -98,6 +115,7 @@ class EngineCore {
   // ---- immutable after create ----
   EngineCoreConfig config_;
   RequestLimits limits_;
+  std::unique_ptr<Tokenizer> tokenizer_;  // may be null; outlives every TextStream
 
   // ---- any thread ----
   std::atomic<uint64_t> next_id_{1};

@@ -31,12 +31,12 @@ Result<void> check_sampling(const SamplingOptions& s) {
 
 }  // namespace
 
-Result<SequenceParams> resolve_request(const Request& request, const RequestLimits& limits, uint64_t default_seed) {
-  const auto& prompt = request.prompt_tokens;
+Result<SequenceParams> resolve_request(const Request& request, std::span<const int32_t> prompt,
+                                       const RequestLimits& limits, uint64_t default_seed) {
   if (prompt.empty()) return bad("prompt_tokens", "is empty");
   for (size_t i = 0; i < prompt.size(); ++i) {
     if (prompt[i] < 0 || prompt[i] >= limits.vocab_size)
-      return fail(Errc::out_of_range, "request.prompt_tokens[" + std::to_string(i) + "] = " +
+      return fail(Errc::out_of_range, "request prompt token " + std::to_string(i) + " = " +
                                           std::to_string(prompt[i]) + " is outside the vocabulary [0, " +
                                           std::to_string(limits.vocab_size) + ")");
   }

@@ -21,11 +21,12 @@ struct RequestLimits {
   int32_t max_logprobs = 20;
 };
 
-// Checks `request` and resolves its defaults: the seed (`default_seed` when
+// Checks `request` (whose prompt ids are `prompt`) and resolves its defaults: the seed (`default_seed` when
 // the request has none), max_tokens 0 (as many as fit), the stop set (the
 // request's stop_token_ids plus the EOS ids unless ignore_eos).
 // Errors: invalid_argument / out_of_range naming the field,
 // capacity_exceeded when prompt + max_tokens cannot fit the context or cache.
-Result<SequenceParams> resolve_request(const Request& request, const RequestLimits& limits, uint64_t default_seed);
+Result<SequenceParams> resolve_request(const Request& request, std::span<const int32_t> prompt,
+                                       const RequestLimits& limits, uint64_t default_seed);
 
 }  // namespace photon

@@ -109,7 +109,7 @@ TEST_CASE("engine: stop tokens end a request with reason stop", "[scheduler]") {
   const auto first = size_t(std::find(free_run.begin(), free_run.end(), stop_tok) - free_run.begin());
   SECTION("a request stop token") {
     Engine engine = make_fake_engine(cfg);
-    Request r{prompt, {}, 40, {stop_tok}, false, 0};
+    Request r{.prompt_tokens = prompt, .max_tokens = 40, .stop_token_ids = {stop_tok}};
     r.sampling.temperature = 0.0f;
     auto c = engine.generate(r);
     REQUIRE(c.has_value());
@@ -119,7 +119,7 @@ TEST_CASE("engine: stop tokens end a request with reason stop", "[scheduler]") {
   SECTION("the model EOS, unless ignore_eos") {
     cfg.eos_token_ids = {stop_tok};
     Engine engine = make_fake_engine(cfg);
-    Request r{prompt, {}, 40, {}, false, 0};
+    Request r{.prompt_tokens = prompt, .max_tokens = 40};
     r.sampling.temperature = 0.0f;
     auto c = engine.generate(r);
     REQUIRE(c.has_value());
@@ -200,7 +200,7 @@ TEST_CASE("engine: requests that can never fit are rejected at submit", "[schedu
   auto cfg = fake_config(8, 4, 32, 8);  // 32 KV tokens
   cfg.max_model_len = 24;
   Engine engine = make_fake_engine(cfg);
-  Request ok{{1, 2, 3}, {}, 4, {}, false, 0};
+  Request ok{.prompt_tokens = {1, 2, 3}, .max_tokens = 4};
   CHECK(engine.submit(ok).has_value());
   auto code = [&](Request r) {
     auto id = engine.submit(std::move(r));
@@ -274,7 +274,7 @@ TEST_CASE("engine: cancel ends waiting and running requests and frees their bloc
   const auto cfg = fake_config(16, 4, 8, 2);
   Engine engine = make_fake_engine(cfg);
   EventCollector events;
-  Request r{{1, 2, 3, 4, 5}, {}, 20, {}, false, 0};
+  Request r{.prompt_tokens = {1, 2, 3, 4, 5}, .max_tokens = 20};
   r.sampling.temperature = 0.0f;
   const RequestId a = *engine.submit(r), b = *engine.submit(r), c = *engine.submit(r);
   REQUIRE(engine.step().has_value());  // a, b running (max_seqs 2); c waiting
@@ -308,7 +308,7 @@ TEST_CASE("engine: a failed step ends its batch with error events and the engine
   const auto cfg = fake_config(32, 4, 64, 2);
   Engine engine = make_fake_engine(cfg, nullptr, /*fail_at_call=*/2);
   EventCollector events;
-  Request r{{1, 2, 3}, {}, 5, {}, false, 0};
+  Request r{.prompt_tokens = {1, 2, 3}, .max_tokens = 5};
   r.sampling.temperature = 0.0f;
   const RequestId a = *engine.submit(r), b = *engine.submit(r), c = *engine.submit(r);
   REQUIRE(engine.step().has_value());

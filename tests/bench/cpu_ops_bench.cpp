@@ -1,6 +1,6 @@
 // CPU backend op costs at Llama-3-8B-like shapes (one layer's matmuls,
 // attention, the sampler over a 128256-token vocabulary).
-// Usage: photon_bench_cpu_ops [--benchmark_filter=...]; the thread count is
+// Usage: photon_cpu_ops_bench [--benchmark_filter=...]; the thread count is
 // the last argument of each benchmark (workers besides the caller).
 // Bandwidth model: a decode matmul must read its N*K weights once
 // (bytes_per_second counts those); FLOP/s counts 2*M*N*K.

@@ -1,5 +1,7 @@
 #include "model/utf8.hpp"
 
+#include <cstring>
+
 namespace photon::utf8 {
 namespace {
 
@@ -49,7 +51,7 @@ bool is_valid(std::string_view s) noexcept {
     // ASCII fast path, 8 bytes at a time.
     while (i + 8 <= n) {
       uint64_t w;
-      __builtin_memcpy(&w, s.data() + i, 8);
+      std::memcpy(&w, s.data() + i, 8);
       if (w & 0x8080808080808080ull) break;
       i += 8;
     }

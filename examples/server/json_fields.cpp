@@ -8,9 +8,13 @@ namespace photon::server {
 using nlohmann::json;
 
 std::string describe_json(const json& v) {
-  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
-  return s;
+  // Containers are not printed: a body may nest them deeply or be megabytes long.
+  if (v.is_array()) return "[...] (" + std::to_string(v.size()) + " elements)";
+  if (v.is_object()) return "{...}";
+  if (v.is_string() && v.get_ref<const std::string&>().size() > 40)
+    return json(v.get_ref<const std::string&>().substr(0, 37)).dump(-1, ' ', false, json::error_handler_t::replace) +
+           "...";
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 JsonFields::JsonFields(const json& object, std::string path) : object_(object), path_(std::move(path)) {}

@@ -61,7 +61,8 @@ class JsonFields {
   std::optional<ApiError> error_;
 };
 
-// A short rendering of a JSON value for messages: its text, cut to 40 bytes.
+// A short rendering of a JSON value for messages: a scalar's text (strings cut
+// to 37 bytes), the size of an array, "{...}" for an object.
 std::string describe_json(const nlohmann::json& v);
 
 }  // namespace photon::server

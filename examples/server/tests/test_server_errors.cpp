@@ -67,6 +67,11 @@ TEST_CASE("server: malformed completions requests are 400 naming the field", "[a
   const json context = require_error(ts.post(path, with({{"max_tokens", 100000}})), 400);
   CHECK(context["message"].get<std::string>().find("max_position_embeddings") != std::string::npos);
 
+  // Deep nesting is parsed and rejected without recursing on the stack.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  require_error(ts.post(path, deep), 400);
+  require_field_error(ts.post(path, R"({"prompt": "x", "temperature": )" + deep + "}"), "temperature");
+
   // Another model's name: 404, as OpenAI and vLLM answer.
   const json other = require_error(ts.post(path, with({{"model", "gpt-4"}})), 404);
   CHECK(other["param"] == "model");

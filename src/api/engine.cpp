@@ -23,7 +23,7 @@ Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 Engine::~Engine() = default;
 
-Result<RequestId> Engine::submit(Request request) { return impl_->core->submit(request); }
+Result<RequestId> Engine::submit(Request request) { return impl_->core->submit(std::move(request)); }
 Result<void> Engine::cancel(RequestId id) { return impl_->core->cancel(id); }
 Result<StepStats> Engine::step() { return impl_->core->step(); }
 bool Engine::has_work() const { return impl_->core->has_work(); }

@@ -16,6 +16,7 @@ void BatchPlan::clear() noexcept {
   max_blocks_per_seq = 0;
   pending_blocks_.clear();
   pending_block_counts_.clear();
+  direct_width_ = 0;
 }
 
 void BatchPlan::add_sequence(const int32_t* ids, int32_t n, int32_t first_pos, const int32_t* blocks,
@@ -29,12 +30,22 @@ void BatchPlan::add_sequence(const int32_t* ids, int32_t n, int32_t first_pos, c
   }
   query_start.push_back(int32_t(input_ids.size()));
   context_lens.push_back(first_pos + n);
-  pending_blocks_.insert(pending_blocks_.end(), blocks, blocks + num_blocks);
-  pending_block_counts_.push_back(num_blocks);
+  if (direct_width_ > 0) {
+    const int32_t row = std::min(num_blocks, direct_width_);
+    block_tables.insert(block_tables.end(), blocks, blocks + row);
+    block_tables.insert(block_tables.end(), size_t(direct_width_ - row), -1);
+  } else {
+    pending_blocks_.insert(pending_blocks_.end(), blocks, blocks + num_blocks);
+    pending_block_counts_.push_back(num_blocks);
+  }
   if (want_logits && n > 0) logits_rows.push_back(int32_t(input_ids.size()) - 1);
 }
 
 void BatchPlan::finalize() {
+  if (direct_width_ > 0) {
+    max_blocks_per_seq = direct_width_;
+    return;
+  }
   int32_t widest = 0;
   for (int32_t c : pending_block_counts_) widest = std::max(widest, c);
   max_blocks_per_seq = widest;

@@ -29,6 +29,11 @@ struct BatchPlan {
   int32_t num_logits() const noexcept { return int32_t(logits_rows.size()); }
 
   void clear() noexcept;
+  // Optional, after clear() and before the first add_sequence: no sequence
+  // of this plan has more than `width` blocks, so add_sequence writes its
+  // table row straight into block_tables ([S][width], -1 padded) instead of
+  // keeping it for finalize() to lay out (one copy less per step).
+  void set_block_table_width(int32_t width) noexcept { direct_width_ = width; }
   // Appends one sequence's new tokens [first_pos, first_pos + ids.size()) with
   // its block table; `want_logits` asks for the logits of its last new token.
   void add_sequence(const int32_t* ids, int32_t n, int32_t first_pos, const int32_t* blocks,
@@ -45,6 +50,7 @@ struct BatchPlan {
  private:
   std::vector<int32_t> pending_blocks_;  // ragged block tables before finalize()
   std::vector<int32_t> pending_block_counts_;
+  int32_t direct_width_ = 0;  // > 0: rows go straight into block_tables (set_block_table_width)
 };
 
 // A staged plan: the same arrays, in the backend's memory (device pointers

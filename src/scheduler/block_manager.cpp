@@ -7,9 +7,25 @@
 
 namespace photon {
 
+namespace {
+// 64x64 -> 128-bit multiply folded to 64 bits: one strong mixing step per
+// 8 bytes of input.
+inline uint64_t fold_mul(uint64_t a, uint64_t b) noexcept {
+  __extension__ using u128 = unsigned __int128;
+  const u128 p = static_cast<u128>(a) * b;
+  return uint64_t(p) ^ uint64_t(p >> 64);
+}
+}  // namespace
+
 uint64_t hash_block(uint64_t parent_hash, std::span<const int32_t> tokens) noexcept {
-  uint64_t h = mix64(parent_hash ^ 0x9e3779b97f4a7c15ull);
-  for (int32_t t : tokens) h = mix64(h ^ (uint64_t(uint32_t(t)) + 0x632be59bd9b4e019ull));
+  constexpr uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull;
+  uint64_t h = mix64(parent_hash ^ k0);
+  size_t i = 0;
+  for (; i + 2 <= tokens.size(); i += 2) {
+    const uint64_t pair = uint64_t(uint32_t(tokens[i])) | (uint64_t(uint32_t(tokens[i + 1])) << 32);
+    h = fold_mul(h ^ pair, k1);
+  }
+  if (i < tokens.size()) h = fold_mul(h ^ uint64_t(uint32_t(tokens[i])), k0);
   return mix64(h ^ uint64_t(tokens.size()));
 }
 
@@ -18,7 +34,8 @@ BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_p
       prefix_caching_(enable_prefix_caching),
       blocks_(size_t(num_blocks)),
       block_tokens_(enable_prefix_caching ? size_t(num_blocks) * size_t(block_size) : 0),
-      num_free_(num_blocks) {
+      num_free_(num_blocks),
+      hash_index_(enable_prefix_caching ? num_blocks : 0) {
   free_list_.reserve(size_t(num_blocks));
   // Lowest ids on top of the stack: a fresh pool hands out 0, 1, 2, ...
   for (int32_t b = num_blocks - 1; b >= 0; --b) free_list_.push_back(b);
@@ -46,12 +63,12 @@ void BlockManager::find_prefix(Sequence& seq, PrefixHit& hit) {
   hash_full_blocks(seq, max_blocks);
   const auto tokens = seq.tokens();
   for (int32_t b = 0; b < max_blocks; ++b) {
-    auto it = hash_index_.find(seq.block_hashes[size_t(b)]);
-    if (it == hash_index_.end()) break;
+    const int32_t id = hash_index_.find(seq.block_hashes[size_t(b)]);
+    if (id < 0) break;
     const uint64_t parent = b == 0 ? kRootBlockHash : seq.block_hashes[size_t(b) - 1];
-    if (!matches(it->second, parent, tokens.subspan(size_t(b) * size_t(block_size_), size_t(block_size_)))) break;
-    hit.blocks.push_back(it->second);
-    if (blocks_[size_t(it->second)].ref_count == 0) ++hit.num_unreferenced;
+    if (!matches(id, parent, tokens.subspan(size_t(b) * size_t(block_size_), size_t(block_size_)))) break;
+    hit.blocks.push_back(id);
+    if (blocks_[size_t(id)].ref_count == 0) ++hit.num_unreferenced;
   }
 }
 
@@ -117,7 +134,7 @@ void BlockManager::cache_computed_blocks(Sequence& seq) {
     const uint64_t h = seq.block_hashes[size_t(b)];
     // An equal block registered first (another sequence computed the same
     // prefix in the same step) stays the cached copy; this one is freed on release.
-    if (hash_index_.count(h) != 0) continue;
+    if (hash_index_.contains(h)) continue;
     const int32_t id = seq.block_table[size_t(b)];
     Block& blk = blocks_[size_t(id)];
     blk.registered = true;
@@ -125,7 +142,7 @@ void BlockManager::cache_computed_blocks(Sequence& seq) {
     blk.parent_hash = b == 0 ? kRootBlockHash : seq.block_hashes[size_t(b) - 1];
     std::copy_n(tokens.begin() + std::ptrdiff_t(size_t(b) * size_t(block_size_)), block_size_,
                 block_tokens_.begin() + std::ptrdiff_t(size_t(id) * size_t(block_size_)));
-    hash_index_.emplace(h, id);
+    hash_index_.insert(h, id);
   }
   seq.num_cached_blocks = full;
 }
@@ -206,12 +223,11 @@ Result<void> BlockManager::check_invariants() const {
     if (blk.ref_count > 0) ++used;
     if (blk.registered) {
       ++registered;
-      auto it = hash_index_.find(blk.hash);
-      if (it == hash_index_.end() || it->second != int32_t(b))
+      if (hash_index_.find(blk.hash) != int32_t(b))
         return broken("registered block " + std::to_string(b) + " missing from the hash index");
     }
   }
-  if (registered != int32_t(hash_index_.size())) return broken("hash index holds unregistered blocks");
+  if (size_t(registered) != hash_index_.size()) return broken("hash index holds unregistered blocks");
   if (int32_t(free_list_.size()) != num_free_) return broken("free list size differs from the free count");
   for (int32_t b : free_list_) {
     const Block& blk = blocks_[size_t(b)];

@@ -22,10 +22,10 @@
 
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "photon/result.hpp"
+#include "scheduler/block_hash_index.hpp"
 #include "scheduler/sequence.hpp"
 
 namespace photon {
@@ -134,7 +134,7 @@ class BlockManager {
   int32_t lru_tail_ = -1;
   int32_t num_free_ = 0;
   int32_t num_cached_ = 0;
-  std::unordered_map<uint64_t, int32_t> hash_index_;  // hash -> registered block
+  BlockHashIndex hash_index_;  // hash -> registered block
   uint64_t lookup_tokens_ = 0;
   uint64_t hit_tokens_ = 0;
   uint64_t evictions_ = 0;

@@ -51,9 +51,9 @@ EngineCore::~EngineCore() { stop_loop(); }
 
 // ---- any thread ------------------------------------------------------------
 
-Result<EngineCore::Prepared> EngineCore::prepare(const Request& request) const {
+Result<EngineCore::Prepared> EngineCore::prepare(Request request) const {
   Prepared p;
-  PHOTON_ASSIGN_OR_RETURN(p.prompt, request_prompt_ids(request, tokenizer_.get()));
+  PHOTON_ASSIGN_OR_RETURN(p.prompt, take_prompt_ids(request, tokenizer_.get()));
   PHOTON_ASSIGN_OR_RETURN(p.params, resolve_request(request, p.prompt, limits_, 0));
   p.seeded = request.sampling.seed.has_value();
   if (!request.stop.empty() && tokenizer_ == nullptr)
@@ -65,19 +65,18 @@ Result<EngineCore::Prepared> EngineCore::prepare(const Request& request) const {
   return p;
 }
 
-Result<RequestId> EngineCore::submit_impl(const Request& request, bool captured) {
-  PHOTON_ASSIGN_OR_RETURN(Prepared p, prepare(request));
+Result<RequestId> EngineCore::submit_impl(Request request, bool captured) {
+  PHOTON_ASSIGN_OR_RETURN(Prepared p, prepare(std::move(request)));
   return enqueue(std::move(p), captured);
 }
 
 RequestId EngineCore::enqueue(Prepared prepared, bool captured) {
   const RequestId id = next_id_.fetch_add(1, std::memory_order_relaxed);
   if (!prepared.seeded) prepared.params.sampling.seed = mix64(config_.seed_salt ^ mix64(id));
-  Pending p{std::make_unique<Sequence>(id, prepared.prompt, std::move(prepared.params)), std::move(prepared.text),
-            captured};
+  auto seq = std::make_unique<LiveSeq>(id, std::move(prepared), captured);
   {
     std::lock_guard lk(inbox_mutex_);
-    inbox_.push_back(std::move(p));
+    inbox_.push_back(std::move(seq));
     unfinished_.fetch_add(1, std::memory_order_acq_rel);
   }
   { std::lock_guard lk(loop_mutex_); }  // a sleeping loop thread re-checks has_work()
@@ -103,7 +102,11 @@ size_t EngineCore::poll(std::vector<Event>& out, std::chrono::milliseconds timeo
   std::unique_lock lk(events_mutex_);
   if (events_.empty() && timeout.count() > 0) events_cv_.wait_for(lk, timeout, [this] { return !events_.empty(); });
   const size_t n = events_.size();
-  for (Event& e : events_) out.push_back(std::move(e));
+  if (out.empty()) {
+    out.swap(events_);  // no copy; the buffers circulate between the step and the host
+  } else {
+    for (Event& e : events_) out.push_back(std::move(e));
+  }
   events_.clear();
   return n;
 }
@@ -122,24 +125,23 @@ EngineMetrics EngineCore::metrics() const {
 // ---- the step --------------------------------------------------------------
 
 void EngineCore::take_inboxes(StepStats& stats) {
-  std::vector<Pending> submitted;
+  std::vector<std::unique_ptr<LiveSeq>> submitted;
   std::vector<RequestId> cancelled;
   {
     std::lock_guard lk(inbox_mutex_);
     submitted.swap(inbox_);
     cancelled.swap(cancel_inbox_);
   }
-  for (Pending& p : submitted) {
-    Sequence* seq = p.seq.get();
-    live_.emplace(seq->id(), Live{std::move(p.seq), std::move(p.text), p.captured});
-    scheduler_.add(seq);
+  for (auto& p : submitted) {
+    scheduler_.add(p.get());
+    live_.emplace(p->id(), std::move(p));
   }
   for (RequestId id : cancelled) {
     auto it = live_.find(id);
     if (it == live_.end()) continue;  // already finished
     Event ev;
     ev.request = id;
-    finish(it->second, std::move(ev), FinishReason::cancelled, stats);
+    finish(*it->second, std::move(ev), FinishReason::cancelled, stats);
     live_.erase(it);
   }
 }
@@ -174,11 +176,15 @@ void EngineCore::build_sample_batch() {
   out_top_logprobs_.assign(R * size_t(max_logprobs_), 0.0f);
 }
 
-void EngineCore::finish(Live& live, Event ev, FinishReason reason, StepStats& stats) {
-  scheduler_.finish(live.seq.get());
-  if (live.text) live.text->finish(ev.text);  // held-back text (nothing after a stop string)
+void EngineCore::emit(const LiveSeq& seq, Event&& ev) {
+  (seq.captured ? step_captured_events_ : step_events_).push_back(std::move(ev));
+}
+
+void EngineCore::finish(LiveSeq& seq, Event ev, FinishReason reason, StepStats& stats) {
+  scheduler_.finish(&seq);
+  if (seq.text) seq.text->finish(ev.text);  // held-back text (nothing after a stop string)
   ev.finish = reason;
-  step_events_.push_back({std::move(ev), live.captured});
+  emit(seq, std::move(ev));
   ++stats.finished;
 }
 
@@ -186,6 +192,7 @@ Result<StepStats> EngineCore::step() {
   std::lock_guard step_lock(step_mutex_);
   StepStats stats;
   step_events_.clear();
+  step_captured_events_.clear();
   take_inboxes(stats);
   scheduler_.schedule(sched_);
   stats.preempted = int32_t(sched_.preempted.size());
@@ -212,20 +219,19 @@ Result<StepStats> EngineCore::step() {
         Event ev;
         ev.request = s.seq->id();
         ev.error = outcome.error().message;
-        finish(live_.at(s.seq->id()), std::move(ev), FinishReason::error, stats);
+        finish(live(*s.seq), std::move(ev), FinishReason::error, stats);
         ended.push_back(s.seq->id());
       }
     } else {
       scheduler_.commit(sched_);
       for (size_t r = 0; r < sampled_seqs_.size(); ++r) {
-        Sequence& seq = *sampled_seqs_[r];
-        Live& live = live_.at(seq.id());
+        LiveSeq& seq = live(*sampled_seqs_[r]);
         Event ev;
         ev.request = seq.id();
         const int32_t tok = out_tokens_[r];
         if (tok < 0 || tok >= config_.vocab_size) {
           ev.error = "the sampler returned token " + std::to_string(tok) + " outside the vocabulary";
-          finish(live, std::move(ev), FinishReason::error, stats);
+          finish(seq, std::move(ev), FinishReason::error, stats);
           ended.push_back(seq.id());
           continue;
         }
@@ -240,14 +246,14 @@ Result<StepStats> EngineCore::step() {
         }
         const auto& stops = seq.params().stop_token_ids;
         FinishReason reason = FinishReason::none;
-        if (live.text && live.text->feed(tok, ev.text)) reason = FinishReason::stop;  // a stop string
+        if (seq.text && seq.text->feed(tok, ev.text)) reason = FinishReason::stop;  // a stop string
         else if (std::binary_search(stops.begin(), stops.end(), tok)) reason = FinishReason::stop;
         else if (seq.num_generated() >= seq.params().max_tokens) reason = FinishReason::length;
         if (reason != FinishReason::none) {
-          finish(live, std::move(ev), reason, stats);
+          finish(seq, std::move(ev), reason, stats);
           ended.push_back(seq.id());
         } else {
-          step_events_.push_back({std::move(ev), live.captured});
+          emit(seq, std::move(ev));
         }
       }
     }
@@ -260,17 +266,21 @@ Result<StepStats> EngineCore::step() {
 }
 
 void EngineCore::publish_events() {
-  if (step_events_.empty()) return;
+  if (step_events_.empty() && step_captured_events_.empty()) return;
   int64_t finished = 0;
+  for (const Event& e : step_events_) finished += e.finish != FinishReason::none;
+  for (const Event& e : step_captured_events_) finished += e.finish != FinishReason::none;
   {
     std::lock_guard lk(events_mutex_);
-    for (StepEvent& se : step_events_) {
-      if (se.event.finish != FinishReason::none) ++finished;
-      if (se.captured) captured_events_[se.event.request].push_back(std::move(se.event));
-      else events_.push_back(std::move(se.event));
+    if (events_.empty()) {
+      events_.swap(step_events_);
+    } else {
+      for (Event& e : step_events_) events_.push_back(std::move(e));
     }
+    for (Event& e : step_captured_events_) captured_events_[e.request].push_back(std::move(e));
   }
   step_events_.clear();
+  step_captured_events_.clear();
   // After the events are visible: has_work() == false implies every finish event can be polled.
   unfinished_.fetch_sub(finished, std::memory_order_acq_rel);
   events_cv_.notify_all();

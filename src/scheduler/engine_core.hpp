@@ -20,7 +20,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -61,7 +60,7 @@ class EngineCore {
   EngineCore(const EngineCore&) = delete;
   EngineCore& operator=(const EngineCore&) = delete;
 
-  Result<RequestId> submit(const Request& request) { return submit_impl(request, false); }
+  Result<RequestId> submit(Request request) { return submit_impl(std::move(request), false); }
   Result<void> cancel(RequestId id);
   Result<StepStats> step();
   bool has_work() const noexcept { return unfinished_.load(std::memory_order_acquire) > 0; }
@@ -87,30 +86,27 @@ class EngineCore {
     bool seeded = false;
     std::optional<TextStream> text;
   };
-  struct Pending {
-    std::unique_ptr<Sequence> seq;
-    std::optional<TextStream> text;
-    bool captured = false;  // events go to generate(), not poll()
+  // A request inside the engine: the scheduler's Sequence plus what the
+  // engine keeps beside it. Every Sequence the scheduler holds is a LiveSeq.
+  struct LiveSeq final : Sequence {
+    LiveSeq(uint64_t id, Prepared&& p, bool is_captured)
+        : Sequence(id, std::move(p.prompt), std::move(p.params)), text(std::move(p.text)), captured(is_captured) {}
+    std::optional<TextStream> text;  // detokenizer + stop strings, when the request has text
+    bool captured;                   // events go to generate(), not poll()
   };
-  struct Live {
-    std::unique_ptr<Sequence> seq;
-    std::optional<TextStream> text;
-    bool captured = false;
-  };
-  struct StepEvent {
-    Event event;
-    bool captured = false;
-  };
+  static LiveSeq& live(Sequence& s) noexcept { return static_cast<LiveSeq&>(s); }
 
-  Result<RequestId> submit_impl(const Request& request, bool captured);
-  // Encodes and checks a request (any thread).
-  Result<Prepared> prepare(const Request& request) const;
+  Result<RequestId> submit_impl(Request request, bool captured);
+  // Encodes and checks a request (any thread); takes its prompt_tokens.
+  Result<Prepared> prepare(Request request) const;
   RequestId enqueue(Prepared prepared, bool captured);
   void take_inboxes(StepStats& stats);
   void build_sample_batch();
-  // Ends `live` with `reason` (its blocks freed) and queues its finish event
-  // (`ev` carries the token, if any).
-  void finish(Live& live, Event ev, FinishReason reason, StepStats& stats);
+  // Queues an event of `seq` for publication.
+  void emit(const LiveSeq& seq, Event&& ev);
+  // Ends `seq` with `reason` (its blocks freed) and queues its finish event
+  // (`ev` carries the token, if any). The caller drops it from live_ later.
+  void finish(LiveSeq& seq, Event ev, FinishReason reason, StepStats& stats);
   void publish_events();
   void update_metrics(const StepStats& stats);
   void loop();
@@ -125,12 +121,12 @@ class EngineCore {
   std::atomic<int64_t> unfinished_{0};  // accepted, finish event not yet published
 
   mutable std::mutex inbox_mutex_;
-  std::vector<Pending> inbox_;
+  std::vector<std::unique_ptr<LiveSeq>> inbox_;
   std::vector<RequestId> cancel_inbox_;
 
   mutable std::mutex events_mutex_;
   std::condition_variable events_cv_;
-  std::deque<Event> events_;  // for poll()
+  std::vector<Event> events_;  // for poll()
   std::unordered_map<RequestId, std::vector<Event>> captured_events_;  // for generate()
 
   mutable std::mutex metrics_mutex_;
@@ -147,9 +143,10 @@ class EngineCore {
   std::unique_ptr<ModelRunner> runner_;
   BlockManager blocks_;
   Scheduler scheduler_;
-  std::unordered_map<RequestId, Live> live_;
+  std::unordered_map<RequestId, std::unique_ptr<LiveSeq>> live_;
   StepSchedule sched_;
-  std::vector<StepEvent> step_events_;
+  std::vector<Event> step_events_;           // this step's events for poll()
+  std::vector<Event> step_captured_events_;  // ... and for generate()
   // Sampling arrays of the step's R rows.
   std::vector<SamplingParams> row_params_;
   std::vector<uint64_t> row_steps_;

@@ -4,13 +4,17 @@
 
 namespace photon {
 
-Result<std::vector<int32_t>> request_prompt_ids(const Request& request, const Tokenizer* tokenizer) {
+namespace {
+Result<void> check_prompt_forms(const Request& request) {
   const int forms = int(!request.prompt_tokens.empty()) + int(!request.prompt.empty()) + int(!request.messages.empty());
   if (forms == 0)
     return fail(Errc::invalid_argument, "request has no prompt: give prompt_tokens, prompt or messages");
   if (forms > 1)
     return fail(Errc::invalid_argument, "request gives more than one of prompt_tokens, prompt and messages");
-  if (!request.prompt_tokens.empty()) return request.prompt_tokens;
+  return {};
+}
+
+Result<std::vector<int32_t>> encode_text_prompt(const Request& request, const Tokenizer* tokenizer) {
   if (tokenizer == nullptr)
     return fail(Errc::invalid_state, std::string("request.") + (request.prompt.empty() ? "messages" : "prompt") +
                                          " needs a tokenizer, and the engine has none (the model folder has no "
@@ -20,6 +24,19 @@ Result<std::vector<int32_t>> request_prompt_ids(const Request& request, const To
   EncodeOptions enc;
   enc.add_special_tokens = false;  // the template wrote them
   return tokenizer->encode(text, enc);
+}
+}  // namespace
+
+Result<std::vector<int32_t>> request_prompt_ids(const Request& request, const Tokenizer* tokenizer) {
+  PHOTON_TRY(check_prompt_forms(request));
+  if (!request.prompt_tokens.empty()) return request.prompt_tokens;
+  return encode_text_prompt(request, tokenizer);
+}
+
+Result<std::vector<int32_t>> take_prompt_ids(Request& request, const Tokenizer* tokenizer) {
+  PHOTON_TRY(check_prompt_forms(request));
+  if (!request.prompt_tokens.empty()) return std::move(request.prompt_tokens);
+  return encode_text_prompt(request, tokenizer);
 }
 
 Result<TextStream> TextStream::create(const Tokenizer& tokenizer, const Request& request) {

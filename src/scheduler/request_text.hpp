@@ -18,6 +18,8 @@ namespace photon {
 // (not exactly one prompt form), invalid_state (text without a tokenizer),
 // the tokenizer's errors.
 Result<std::vector<int32_t>> request_prompt_ids(const Request& request, const Tokenizer* tokenizer);
+// The same, moving prompt_tokens out of `request` instead of copying them.
+Result<std::vector<int32_t>> take_prompt_ids(Request& request, const Tokenizer* tokenizer);
 
 // Streams one request's generated text: detokenizes id by id and holds back
 // text that may begin a stop string. Borrows the tokenizer.

@@ -86,8 +86,11 @@ void Scheduler::schedule(StepSchedule& out) {
     }
   }
 
-  // Flatten into the plan.
+  // Flatten into the plan, block table rows straight into their final layout.
   const int32_t bs = blocks_.block_size();
+  size_t widest = 0;
+  for (const ScheduledSeq& s : out.seqs) widest = std::max(widest, s.seq->block_table.size());
+  if (widest > 0) out.plan.set_block_table_width(int32_t(widest));
   for (const ScheduledSeq& s : out.seqs) {
     const Sequence& seq = *s.seq;
     out.plan.add_sequence(seq.tokens().data() + seq.num_computed_tokens, s.num_new_tokens, seq.num_computed_tokens,

@@ -27,15 +27,14 @@ bool penalties_active(const SamplingParams& p) {
 }
 }  // namespace
 
-Sequence::Sequence(uint64_t id, std::span<const int32_t> prompt, SequenceParams params)
+Sequence::Sequence(uint64_t id, std::vector<int32_t> prompt, SequenceParams params)
     : id_(id),
-      tokens_(prompt.begin(), prompt.end()),
-      prompt_len_(int32_t(prompt.size())),
+      tokens_(std::move(prompt)),
+      prompt_len_(int32_t(tokens_.size())),
       params_(std::move(params)),
       tracks_penalties_(penalties_active(params_.sampling)) {
-  tokens_.reserve(tokens_.size() + size_t(params_.max_tokens));
   if (tracks_penalties_)
-    for (int32_t t : prompt) penalties_.add(t, false);
+    for (int32_t t : tokens_) penalties_.add(t, false);
 }
 
 void Sequence::append_token(int32_t token) {

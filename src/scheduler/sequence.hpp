@@ -57,7 +57,7 @@ struct SequenceParams {
 
 class Sequence {
  public:
-  Sequence(uint64_t id, std::span<const int32_t> prompt, SequenceParams params);
+  Sequence(uint64_t id, std::vector<int32_t> prompt, SequenceParams params);
 
   uint64_t id() const noexcept { return id_; }
   SeqStatus status = SeqStatus::waiting;

@@ -30,3 +30,26 @@ TEST_CASE("BatchPlan flattens a mixed prefill/decode batch", "[core]") {
   plan.slot_mapping[2] = 0;
   CHECK(plan.validate(bs, 8).error().code == Errc::internal);
 }
+
+TEST_CASE("BatchPlan with a fixed block-table width lays out the same arrays", "[core]") {
+  const int32_t bs = 4;
+  const std::vector<int32_t> a_ids = {10, 11, 12, 13, 14}, a_blocks = {7, 2};
+  const std::vector<int32_t> b_ids = {99}, b_blocks = {0, 5, 3};
+  BatchPlan ragged, direct;
+  for (BatchPlan* p : {&ragged, &direct}) {
+    p->clear();
+    if (p == &direct) p->set_block_table_width(3);
+    p->add_sequence(a_ids.data(), 5, 0, a_blocks.data(), 2, bs, true);
+    p->add_sequence(b_ids.data(), 1, 9, b_blocks.data(), 3, bs, true);
+    p->finalize();
+  }
+  CHECK(direct.block_tables == std::vector<int32_t>{7, 2, -1, 0, 5, 3});
+  CHECK(direct.block_tables == ragged.block_tables);
+  CHECK(direct.max_blocks_per_seq == ragged.max_blocks_per_seq);
+  CHECK(direct.slot_mapping == ragged.slot_mapping);
+  CHECK(direct.validate(bs, 8).has_value());
+  direct.clear();  // clear() forgets the width
+  direct.add_sequence(b_ids.data(), 1, 9, b_blocks.data(), 3, bs, true);
+  direct.finalize();
+  CHECK(direct.block_tables == b_blocks);
+}

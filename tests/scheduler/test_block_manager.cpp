@@ -2,8 +2,11 @@
 // on equal prefixes, LRU eviction, statistics.
 #include <catch2/catch.hpp>
 
+#include <random>
+#include <unordered_map>
 #include <vector>
 
+#include "scheduler/block_hash_index.hpp"
 #include "scheduler/block_manager.hpp"
 
 using namespace photon;
@@ -191,4 +194,33 @@ TEST_CASE("block hashes chain over the parent", "[scheduler]") {
   CHECK(hash_block(kRootBlockHash, x) != hash_block(kRootBlockHash + 1, x));
   const std::vector<int32_t> y{1, 2, 3, 5};
   CHECK(hash_block(kRootBlockHash, x) != hash_block(kRootBlockHash, y));
+}
+
+TEST_CASE("BlockHashIndex agrees with std::unordered_map under random inserts and erases", "[scheduler]") {
+  constexpr int32_t kMax = 300;
+  BlockHashIndex index(kMax);
+  std::unordered_map<uint64_t, int32_t> ref;
+  std::mt19937_64 rng(42);
+  // Keys with few distinct low bits make long probe runs (the hard case for
+  // erase); homes at the end of the 1024-slot table make the runs wrap around.
+  auto key = [&] { return (rng() % 64) << 40 | ((1016 + rng() % 16) & 1023); };
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t k = key();
+    if (rng() % 3 != 0 && ref.size() < size_t(kMax) && ref.count(k) == 0) {
+      const auto v = int32_t(rng() % 1000);
+      index.insert(k, v);
+      ref.emplace(k, v);
+    } else {
+      index.erase(k);
+      ref.erase(k);
+    }
+    REQUIRE(index.size() == ref.size());
+    if (i % 97 == 0) {
+      for (const auto& [rk, rv] : ref) REQUIRE(index.find(rk) == rv);
+      for (int j = 0; j < 50; ++j) {
+        const uint64_t probe = key();
+        REQUIRE(index.find(probe) == (ref.count(probe) ? ref[probe] : -1));
+      }
+    }
+  }
 }

@@ -70,7 +70,9 @@ enum class ChatTemplateKind : int32_t {
 // number of threads at once. Move-only.
 class PHOTON_API Tokenizer {
  public:
-  // Loads `dir`: tokenizer.json if present, else tokenizer.model; plus
+  // Loads `dir`: tokenizer.json if present, else tokenizer.model (also when
+  // tokenizer.json is a kind photon does not read, such as a Llama-2
+  // folder's converted SentencePiece, and tokenizer.model is there); plus
   // tokenizer_config.json and generation_config.json (config.json's
   // eos_token_id when generation_config.json is absent) when present.
   // Errors: file_not_found (neither tokenizer file), bad_json, tokenizer_error

@@ -12,6 +12,7 @@
 // prefix cache and the thread model.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -127,6 +128,14 @@ struct EngineOptions {
   int32_t max_seqs = 256;          // sequences running at once
   bool prefix_caching = true;      // share KV blocks of equal prompt prefixes
   bool load_tokenizer = true;      // load model_dir's tokenizer.json / tokenizer.model when present
+  // Weights of the linear layers (q/k/v, o, gate/up, down): "auto" keeps the
+  // checkpoint's dtype as the backend stores it; "int8" quantizes them at
+  // load to symmetric int8 with one f32 scale per int8_group_size input
+  // features (~1/2 of bf16's memory; the embedding and LM head stay as they
+  // are). "int8" needs a backend that runs int8 matmuls (today: cpu), else
+  // open() fails with unsupported.
+  std::string weights = "auto";
+  int32_t int8_group_size = 128;   // > 0; a shorter last group when it does not divide the layer's inputs
 };
 
 struct StepStats {
@@ -163,7 +172,8 @@ class PHOTON_API Engine {
   // Loads the model, picks the backend and sizes the KV cache.
   // Errors: the model loader's (file_not_found, bad_json, missing_tensor...),
   // invalid_argument (an option out of range, two KV sizes given),
-  // unsupported (backend "cuda" in a build without CUDA), cuda_error (no
+  // unsupported (backend "cuda" in a build without CUDA, weights "int8" on a
+  // backend without int8 matmuls), cuda_error (no
   // usable GPU for "cuda"), out_of_memory (the KV budget buys no block, or
   // more than the free memory).
   static Result<Engine> open(const EngineOptions& options);
@@ -198,6 +208,10 @@ class PHOTON_API Engine {
   // Events of requests run by generate() are not returned here.
   size_t poll(std::vector<Event>& out);
   std::vector<Event> poll();
+  // As poll(out), but when no event is pending waits up to `timeout` for a
+  // step (on any thread, e.g. the loop thread) to publish some; 0 after the
+  // timeout. Lets a thread that routes events sleep instead of spinning.
+  size_t poll(std::vector<Event>& out, std::chrono::milliseconds timeout);
 
   // Submits the requests and waits for all of them: steps the engine itself,
   // or waits for the loop thread when it runs. Completions in request order.

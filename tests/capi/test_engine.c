@@ -1,5 +1,9 @@
 /* photon_engine_*: every function on stories260K (CPU), with the documented
  * status and message for NULL and invalid arguments. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, symlink */
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "engine_util.h"
 
 static const int32_t once_ids[] = {1, 403, 407, 261, 378}; /* "Once upon a time" */
@@ -387,10 +391,107 @@ static void test_without_tokenizer(void) {
   photon_engine_destroy(e);
 }
 
+/* A copy of stories260K (symlinks) whose tokenizer_config.json carries a
+ * ChatML template with Qwen3's markers, so chats render and run on it. */
+static int make_chat_model(char* dir, size_t n) {
+  static const char* const files[] = {"config.json", "model.safetensors", "tokenizer.model"};
+  char src[1024], path[1200], target[1200];
+  FILE* f;
+  size_t i;
+  snprintf(dir, n, "%s", "/tmp/photon-capi-chat-XXXXXX");
+  if (mkdtemp(dir) == NULL) return 0;
+  capi_stories_dir(src, sizeof src);
+  for (i = 0; i < sizeof files / sizeof files[0]; ++i) {
+    snprintf(target, sizeof target, "%s/%s", src, files[i]);
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    if (symlink(target, path) != 0) return 0;
+  }
+  snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+  f = fopen(path, "w");
+  if (f == NULL) return 0;
+  fputs("{\"add_bos_token\": true, \"bos_token\": \"<s>\", \"eos_token\": \"</s>\", \"unk_token\": \"<unk>\",\n"
+        " \"chat_template\": \"{%- for m in messages %}<|im_start|>{{ m.role }}\\n{{ m.content }}<|im_end|>\\n"
+        "{%- endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\\n{%- if enable_thinking is defined and "
+        "enable_thinking is false %}<think>\\n\\n</think>\\n\\n{%- endif %}{%- endif %}\"}\n", f);
+  fclose(f);
+  return 1;
+}
+
+static void remove_chat_model(const char* dir) {
+  static const char* const files[] = {"config.json", "model.safetensors", "tokenizer.model", "tokenizer_config.json"};
+  char path[1200];
+  size_t i;
+  for (i = 0; i < sizeof files / sizeof files[0]; ++i) {
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    remove(path);
+  }
+  remove(dir);
+}
+
+static void test_submit_chat(void) {
+  char dir[256];
+  char rendered[512];
+  int32_t ids[128];
+  size_t size = 0, n = 0;
+  photon_engine* e = NULL;
+  photon_engine_params ep;
+  const photon_tokenizer* t = NULL;
+  photon_tokenize_params tp;
+  photon_chat_message m[2];
+  photon_chat_params cp;
+  photon_request_params p;
+  collected c[2];
+  REQUIRE(make_chat_model(dir, sizeof dir));
+  photon_engine_params_init(&ep, sizeof ep);
+  ep.backend = PHOTON_BACKEND_CPU;
+  ep.kv_blocks = 64;
+  CHECK_STATUS(photon_engine_open(&e, dir, &ep), PHOTON_OK);
+  if (e == NULL) {
+    remove_chat_model(dir);
+    return;
+  }
+  photon_chat_message_init(&m[0], sizeof m[0]);
+  m[0].role.data = "system";
+  m[0].role.len = 6;
+  m[0].content.data = "You tell stories.";
+  m[0].content.len = 17;
+  photon_chat_message_init(&m[1], sizeof m[1]);
+  m[1].role.data = "user";
+  m[1].role.len = 4;
+  m[1].content.data = "Once upon a time";
+  m[1].content.len = 16;
+  photon_chat_params_init(&cp, sizeof cp);
+  cp.enable_thinking = false;
+
+  /* The chat as the tokenizer renders it, encoded without added special tokens... */
+  CHECK_STATUS(photon_engine_get_tokenizer(&t, e), PHOTON_OK);
+  CHECK_STATUS(photon_tokenizer_render_chat(rendered, sizeof rendered, &size, t, m, 2, &cp), PHOTON_OK);
+  CHECK(strcmp(rendered, "<|im_start|>system\nYou tell stories.<|im_end|>\n<|im_start|>user\nOnce upon a time"
+                         "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n") == 0);
+  photon_tokenize_params_init(&tp, sizeof tp);
+  tp.add_special_tokens = false;
+  CHECK_STATUS(photon_tokenizer_encode(ids, 128, &n, t, rendered, size - 1, &tp), PHOTON_OK);
+
+  /* ...generates what submit_chat generates. */
+  memset(c, 0, sizeof c);
+  photon_request_params_init(&p, sizeof p);
+  p.temperature = 0.0f;
+  p.max_tokens = 12;
+  CHECK_STATUS(photon_engine_submit_chat(&c[0].id, e, m, 2, &cp, &p), PHOTON_OK);
+  CHECK_STATUS(photon_engine_submit_tokens(&c[1].id, e, ids, n, &p), PHOTON_OK);
+  REQUIRE(util_run(e, c, 2, 100));
+  CHECK(c[0].num_tokens == 12 && c[1].num_tokens == 12);
+  CHECK(memcmp(c[0].tokens, c[1].tokens, 12 * sizeof(int32_t)) == 0);
+  CHECK(c[0].text_len > 0 && strcmp(c[0].text, c[1].text) == 0);
+  photon_engine_destroy(e);
+  remove_chat_model(dir);
+}
+
 int main(void) {
   RUN(test_open_errors);
   RUN(test_info_and_tokenizer);
   RUN(test_submit_errors);
+  RUN(test_submit_chat);
   RUN(test_generate_length_logprobs_metrics);
   RUN(test_stop_conditions);
   RUN(test_cancel);

@@ -41,6 +41,16 @@ static void test_open_errors(void) {
   CHECK_STATUS(photon_engine_open(&e, dir, big), PHOTON_E_INVALID_ARGUMENT);
   CHECK_MESSAGE_HAS("photon_engine_params has a non-zero byte");
   CHECK(e == NULL);
+
+  photon_engine_params_init(&p, sizeof p);
+  p.backend = PHOTON_BACKEND_CPU;
+  p.weights = (photon_weights)5;
+  CHECK_STATUS(photon_engine_open(&e, dir, &p), PHOTON_E_INVALID_ARGUMENT);
+  CHECK_MESSAGE_HAS("params->weights = 5 is not a photon_weights value");
+  p.weights = PHOTON_WEIGHTS_INT8;
+  p.int8_group_size = 0;
+  CHECK_STATUS(photon_engine_open(&e, dir, &p), PHOTON_E_INVALID_ARGUMENT);
+  CHECK(e == NULL);
   photon_engine_destroy(NULL); /* a no-op */
 }
 
@@ -340,14 +350,49 @@ static void test_loop(void) {
   CHECK_STATUS(photon_engine_start_loop(e), PHOTON_OK);
   CHECK_STATUS(photon_engine_start_loop(e), PHOTON_E_INVALID_STATE);
   CHECK_STATUS(photon_engine_submit_tokens(&c[0].id, e, once_ids, 5, &p), PHOTON_OK);
-  while (!util_all_finished(c, 1) && spins < 2000000) {
-    if (util_poll(e, c, 1) < 0) break;
+  /* The loop steps; this thread sleeps in poll_wait until events come. */
+  while (!util_all_finished(c, 1) && spins < 1000) {
+    if (util_poll_wait(e, c, 1, 100) < 0) break;
     ++spins;
   }
   CHECK(c[0].num_tokens == 5 && c[0].finish == PHOTON_FINISH_LENGTH);
+  CHECK(spins < 1000);
   CHECK_STATUS(photon_engine_stop_loop(e), PHOTON_OK);
   CHECK_STATUS(photon_engine_stop_loop(e), PHOTON_OK);
   CHECK_STATUS(photon_engine_start_loop(NULL), PHOTON_E_INVALID_ARGUMENT);
+  {
+    /* Nothing pending and nothing running: poll_wait returns 0 events after its timeout. */
+    photon_event ev[2];
+    size_t n = 7;
+    CHECK_STATUS(photon_engine_poll_wait(&n, e, ev, sizeof ev[0], 2, NULL, 0, NULL, 0, 20), PHOTON_OK);
+    CHECK(n == 0);
+    CHECK_STATUS(photon_engine_poll_wait(&n, e, ev, sizeof ev[0], 0, NULL, 0, NULL, 0, 20), PHOTON_E_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("photon_engine_poll_wait: max_events is 0");
+  }
+  photon_engine_destroy(e);
+}
+
+static void test_int8_weights(void) {
+  /* int8 linear layers on the CPU: the engine opens and generates; the first
+   * greedy token of "Once upon a time" (a 3.5-logit margin) is unchanged. */
+  char dir[1024];
+  photon_engine* e = NULL;
+  photon_engine_params p;
+  photon_request_params rp;
+  collected c[1];
+  photon_engine_params_init(&p, sizeof p);
+  p.backend = PHOTON_BACKEND_CPU;
+  p.kv_blocks = 16;
+  p.weights = PHOTON_WEIGHTS_INT8;
+  p.int8_group_size = 32;
+  REQUIRE_STATUS(photon_engine_open(&e, capi_stories_dir(dir, sizeof dir), &p), PHOTON_OK);
+  memset(c, 0, sizeof c);
+  photon_request_params_init(&rp, sizeof rp);
+  rp.temperature = 0.0f;
+  rp.max_tokens = 4;
+  CHECK_STATUS(photon_engine_submit_tokens(&c[0].id, e, once_ids, 5, &rp), PHOTON_OK);
+  REQUIRE(util_run(e, c, 1, 20));
+  CHECK(c[0].num_tokens == 4 && c[0].tokens[0] == 432);
   photon_engine_destroy(e);
 }
 
@@ -498,6 +543,7 @@ int main(void) {
   RUN(test_poll_buffers);
   RUN(test_older_request_params);
   RUN(test_loop);
+  RUN(test_int8_weights);
   RUN(test_without_tokenizer);
   return capi_summary();
 }

@@ -13,7 +13,9 @@ scripts/abi-check.sh build
 
 # ThreadSanitizer build of the engine's thread-safety tests ([thread]): a
 # second, CPU-only build folder holding just the scheduler test executable.
-scripts/configure.sh build-tsan -DPHOTON_WERROR=ON -DPHOTON_SANITIZE_THREAD=ON -DPHOTON_BUILD_CUDA=OFF \
-  -DPHOTON_BUILD_EXAMPLES=OFF
+# Warnings stay errors in the main build above; here GCC's -Wtsan notes
+# (atomic_thread_fence, which TSan does not model) must not stop the build.
+scripts/configure.sh build-tsan -DPHOTON_WERROR=OFF -DPHOTON_SANITIZE_THREAD=ON -DPHOTON_BUILD_CUDA=OFF \
+  -DPHOTON_BUILD_EXAMPLES=OFF -DPHOTON_BUILD_BENCHMARKS=OFF
 cmake --build build-tsan -j"$(nproc)" --target photon_tests_scheduler
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ./build-tsan/tests/photon_tests_scheduler "[thread]"

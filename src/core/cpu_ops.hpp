@@ -18,8 +18,11 @@
 // Marks a hot loop to be compiled twice on x86-64 with GCC (AVX2 and the
 // baseline), the variant picked once at load time. Both run the same fp32
 // operations in the same order (ISO C++ mode disables FMA contraction, and
-// the avx2 target does not enable FMA), so results are identical.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// the avx2 target does not enable FMA), so results are identical. Not in
+// sanitizer builds: the ifunc resolver runs before the sanitizer runtime is
+// initialized and crashes the program at load.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define PHOTON_CPU_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define PHOTON_CPU_CLONES

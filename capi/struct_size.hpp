@@ -129,4 +129,17 @@ void write_sized(void* dst, size_t size, const T& value) {
   if (size > known) std::memset(bytes + known, 0, size - known);
 }
 
+// Writes an output struct whose struct_size the caller set (`out` non-NULL
+// checked here, named `arg_name` in messages): min(struct_size, sizeof T)
+// bytes of `value`, zeros beyond, struct_size left as the caller set it.
+template <class T>
+Result<void> write_out(T* out, T value, std::string_view arg_name) {
+  if (out == nullptr) return fail(Errc::invalid_argument, std::string(arg_name) + " is NULL");
+  const size_t size = out->struct_size;
+  PHOTON_TRY(check_caller_size<T>(nullptr, size, std::string(arg_name) + "->struct_size"));
+  value.struct_size = out->struct_size;
+  write_sized(out, size, value);
+  return {};
+}
+
 }  // namespace photon::capi

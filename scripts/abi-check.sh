@@ -32,10 +32,13 @@ BASELINE="abi/libphoton.so.$ABI.abixml"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
+# The ABI of the exported functions as photon.h declares it: types defined
+# elsewhere (the opaque handles' C++ insides) are dropped as private, which
+# needs the header's absolute path as the DWARF records it.
 dump() {  # dump LIB OUT
-  abidw --no-corpus-path --no-comp-dir-path --no-show-locs --short-locs --no-elf-needed \
-    --exported-interfaces-only --header-file include/photon/photon.h --suppressions "$SUPPR" \
-    --out-file "$2" "$1"
+  abidw --no-corpus-path --no-comp-dir-path --no-show-locs --no-elf-needed \
+    --exported-interfaces-only --drop-private-types --header-file "$PWD/include/photon/photon.h" \
+    --suppressions "$SUPPR" --out-file "$2" "$1"
 }
 # compare OLD NEW -> the report in $TMP/report.txt; echoes one word:
 #   same | added (only new functions/variables: compatible) | incompatible | error

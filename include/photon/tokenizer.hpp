@@ -70,7 +70,9 @@ enum class ChatTemplateKind : int32_t {
 // number of threads at once. Move-only.
 class PHOTON_API Tokenizer {
  public:
-  // Loads `dir`: tokenizer.json if present, else tokenizer.model; plus
+  // Loads `dir`: tokenizer.json if present, else tokenizer.model (also when
+  // tokenizer.json is a kind photon does not read, such as a Llama-2
+  // folder's converted SentencePiece, and tokenizer.model is there); plus
   // tokenizer_config.json and generation_config.json (config.json's
   // eos_token_id when generation_config.json is absent) when present.
   // Errors: file_not_found (neither tokenizer file), bad_json, tokenizer_error
@@ -90,9 +92,10 @@ class PHOTON_API Tokenizer {
   Result<void> encode_into(std::string_view text, std::vector<int32_t>& out,
                            const EncodeOptions& options = {}) const;
 
-  // Bytes of the tokens joined, then made valid UTF-8 (U+FFFD for each maximal
-  // invalid subsequence, as Hugging Face's decode). Ids outside
-  // [0, vocab_size()) give out_of_range.
+  // Bytes of the tokens joined, then made valid UTF-8: U+FFFD for each maximal
+  // invalid subsequence for BPE (as Hugging Face's decode), for each invalid
+  // byte for SentencePiece (as the library). An id that names no token
+  // (outside [0, vocab_size()) or a gap in the ids) gives out_of_range.
   Result<std::string> decode(std::span<const int32_t> ids, const DecodeOptions& options = {}) const;
 
   // The raw bytes one token stands for (possibly a partial UTF-8 sequence);
@@ -141,8 +144,9 @@ class PHOTON_API Tokenizer {
 // complete UTF-8 (a character split over several tokens is held back until
 // it is complete), and the concatenation of every feed plus finish() equals
 // tokenizer.decode(all ids) exactly.
-// Borrows the tokenizer (it must outlive the stream). Thread-compatible: one
-// thread at a time per stream. Move-only.
+// Borrows the tokenizer's internals: the tokenizer must outlive the stream
+// (moving the Tokenizer object is fine). Thread-compatible: one thread at a
+// time per stream. Move-only.
 class PHOTON_API DetokenizerStream {
  public:
   explicit DetokenizerStream(const Tokenizer& tokenizer, const DecodeOptions& options = {});

@@ -16,11 +16,12 @@
 #include "core/thread_pool.hpp"
 
 // Marks a hot loop to be compiled twice on x86-64 with GCC (AVX2 and the
-// baseline), the variant picked once at load time. Both run the same fp32
-// operations in the same order (ISO C++ mode disables FMA contraction, and
-// the avx2 target does not enable FMA), so results are identical. Not in
-// sanitizer builds: the ifunc resolver runs before the sanitizer runtime is
-// initialized and crashes the program at load.
+// baseline), the variant picked once at load time (an ifunc). Both run the
+// same fp32 operations in the same order (ISO C++ mode disables FMA
+// contraction, and the avx2 target does not enable FMA), so results are
+// identical. Off under ThreadSanitizer / AddressSanitizer, whose
+// instrumentation cannot run inside an ifunc resolver (it runs before the
+// sanitizer runtime is initialized).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
     !defined(__SANITIZE_ADDRESS__)
 #define PHOTON_CPU_CLONES __attribute__((target_clones("avx2", "default")))
@@ -61,6 +62,10 @@ struct CpuScratch {
 Result<void> expect_dtype(const char* op, const char* name, const Tensor& t, DType want);
 Result<void> expect_float_dtype(const char* op, const char* name, const Tensor& t);  // f32/bf16/f16
 Result<void> expect_data(const char* op, const char* name, const Tensor& t);
+// expect_data and expect_dtype f32 together.
+Result<void> expect_f32(const char* op, const char* name, const Tensor& t);
+// k and v: f32 [num_blocks, block_size, nkv, hd] of one shape, dims positive.
+Result<void> check_kv_cache(const char* op, const KvLayer& cache);
 std::string shape_string(const Tensor& t);
 
 // out[n] = x[n] * rsqrt(mean(x^2) + eps) * w[n], w already widened to f32.
@@ -118,8 +123,8 @@ Result<void> add_rmsnorm(ThreadPool& pool, Tensor residual, Tensor x, Tensor w, 
 Result<void> silu_mul(ThreadPool& pool, Tensor out, Tensor gate_up);
 Result<void> gather_rows(ThreadPool& pool, Tensor out, Tensor x, const StepPlanView& plan);
 Result<void> matmul(ThreadPool& pool, CpuScratch& scratch, Tensor out, Tensor x, const Weight& W);
-Result<void> rope_qkv(ThreadPool& pool, CpuScratch& scratch, Tensor q_out, Tensor qkv, const StepPlanView& plan, Tensor inv_freq,
-                      Tensor q_norm, Tensor k_norm, float eps, KvLayer cache);
+Result<void> rope_qkv(ThreadPool& pool, CpuScratch& scratch, Tensor q_out, Tensor qkv, const StepPlanView& plan,
+                      Tensor inv_freq, Tensor q_norm, Tensor k_norm, float eps, KvLayer cache);
 Result<void> attention(ThreadPool& pool, CpuScratch& scratch, Tensor out, Tensor q, KvLayer cache,
                        const StepPlanView& plan, float scale);
 Result<void> sample(ThreadPool& pool, CpuScratch& scratch, Tensor logits, const SampleBatch& batch,

@@ -116,21 +116,11 @@ PHOTON_CPU_CLONES void attend(const PagedAttention& a, int64_t t, int64_t kvh, f
 Result<void> attention(ThreadPool& pool, CpuScratch& scratch, Tensor out, Tensor q, KvLayer cache,
                        const StepPlanView& plan, float scale) {
   const char* op = "attention";
-  PHOTON_TRY(expect_data(op, "out", out));
-  PHOTON_TRY(expect_data(op, "q", q));
-  PHOTON_TRY(expect_data(op, "cache.k", cache.k));
-  PHOTON_TRY(expect_data(op, "cache.v", cache.v));
-  PHOTON_TRY(expect_dtype(op, "out", out, DType::f32));
-  PHOTON_TRY(expect_dtype(op, "q", q, DType::f32));
-  PHOTON_TRY(expect_dtype(op, "cache.k", cache.k, DType::f32));
-  PHOTON_TRY(expect_dtype(op, "cache.v", cache.v, DType::f32));
-  if (cache.k.rank != 4 || cache.v.rank != 4 || cache.k.shape != cache.v.shape)
-    return fail(Errc::shape_mismatch, "attention: cache k and v must both be [num_blocks, block_size, nkv, hd], got " +
-                                          shape_string(cache.k) + " and " + shape_string(cache.v));
+  PHOTON_TRY(expect_f32(op, "out", out));
+  PHOTON_TRY(expect_f32(op, "q", q));
+  PHOTON_TRY(check_kv_cache(op, cache));
   const int64_t num_blocks = cache.k.dim(0), bs = cache.k.dim(1), nkv = cache.k.dim(2), hd = cache.k.dim(3);
   const int64_t T = plan.num_tokens;
-  if (bs <= 0 || nkv <= 0 || hd <= 0)
-    return fail(Errc::shape_mismatch, "attention: cache dimensions must be positive, got " + shape_string(cache.k));
   if (q.rank < 1 || q.dim(0) != T || (T > 0 && q.row_elems() % hd != 0))
     return fail(Errc::shape_mismatch, "attention: q must be [T = " + str(T) + ", nq, hd = " + str(hd) + "], got " +
                                           shape_string(q));

@@ -31,9 +31,27 @@ Result<void> expect_data(const char* op, const char* name, const Tensor& t) {
   if (t.rank < 0 || t.rank > 4) return fail(Errc::invalid_argument, std::string(op) + ": " + name + " has a bad rank");
   for (int i = 0; i < t.rank; ++i)
     if (t.shape[size_t(i)] < 0)
-      return fail(Errc::invalid_argument, std::string(op) + ": " + name + " has a negative dimension " + shape_string(t));
+      return fail(Errc::invalid_argument,
+                  std::string(op) + ": " + name + " has a negative dimension " + shape_string(t));
   if (t.data == nullptr && t.numel() > 0)
     return fail(Errc::invalid_argument, std::string(op) + ": " + name + " has no data");
+  return {};
+}
+
+Result<void> expect_f32(const char* op, const char* name, const Tensor& t) {
+  PHOTON_TRY(expect_data(op, name, t));
+  return expect_dtype(op, name, t, DType::f32);
+}
+
+Result<void> check_kv_cache(const char* op, const KvLayer& cache) {
+  PHOTON_TRY(expect_f32(op, "cache.k", cache.k));
+  PHOTON_TRY(expect_f32(op, "cache.v", cache.v));
+  if (cache.k.rank != 4 || cache.v.rank != 4 || cache.k.shape != cache.v.shape || cache.k.dim(0) <= 0 ||
+      cache.k.dim(1) <= 0 || cache.k.dim(2) <= 0 || cache.k.dim(3) <= 0)
+    return fail(Errc::shape_mismatch, std::string(op) +
+                                          ": cache k and v must both be [num_blocks, block_size, nkv, hd] with "
+                                          "positive dimensions, got " +
+                                          shape_string(cache.k) + " and " + shape_string(cache.v));
   return {};
 }
 

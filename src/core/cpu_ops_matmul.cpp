@@ -43,10 +43,8 @@ PHOTON_CPU_CLONES void matmul_item(const Weight& W, const float* xs, int64_t m0,
 Result<void> matmul(ThreadPool& pool, CpuScratch& scratch, Tensor out, Tensor x, const Weight& W) {
   const char* op = "matmul";
   PHOTON_TRY(check_weight(op, "W", W));
-  PHOTON_TRY(expect_data(op, "x", x));
-  PHOTON_TRY(expect_data(op, "out", out));
-  PHOTON_TRY(expect_dtype(op, "x", x, DType::f32));
-  PHOTON_TRY(expect_dtype(op, "out", out, DType::f32));
+  PHOTON_TRY(expect_f32(op, "x", x));
+  PHOTON_TRY(expect_f32(op, "out", out));
   const int64_t N = W.w.dim(0), K = W.w.dim(1);
   const int64_t M = x.rank >= 1 ? x.dim(0) : 0;
   if (x.rank < 1 || x.numel() != M * K || out.rank < 1 || out.dim(0) != M || out.numel() != M * N)

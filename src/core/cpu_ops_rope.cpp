@@ -33,8 +33,8 @@ Result<std::vector<float>> widen_head_norm(const char* name, Tensor w, int64_t h
   if (w.empty()) return out;
   PHOTON_TRY(expect_float_dtype("rope_qkv", name, w));
   if (w.numel() != hd)
-    return fail(Errc::shape_mismatch,
-                std::string("rope_qkv: ") + name + " must hold head_dim = " + str(hd) + " values, got " + shape_string(w));
+    return fail(Errc::shape_mismatch, std::string("rope_qkv: ") + name + " must hold head_dim = " + str(hd) +
+                                          " values, got " + shape_string(w));
   out.resize(size_t(hd));
   widen_row(w, 0, hd, out.data());
   return out;
@@ -42,26 +42,17 @@ Result<std::vector<float>> widen_head_norm(const char* name, Tensor w, int64_t h
 
 }  // namespace
 
-Result<void> rope_qkv(ThreadPool& pool, CpuScratch& scratch, Tensor q_out, Tensor qkv, const StepPlanView& plan, Tensor inv_freq,
-                      Tensor q_norm, Tensor k_norm, float eps, KvLayer cache) {
+Result<void> rope_qkv(ThreadPool& pool, CpuScratch& scratch, Tensor q_out, Tensor qkv, const StepPlanView& plan,
+                      Tensor inv_freq, Tensor q_norm, Tensor k_norm, float eps, KvLayer cache) {
   const char* op = "rope_qkv";
-  PHOTON_TRY(expect_data(op, "q_out", q_out));
-  PHOTON_TRY(expect_data(op, "qkv", qkv));
-  PHOTON_TRY(expect_data(op, "inv_freq", inv_freq));
-  PHOTON_TRY(expect_data(op, "cache.k", cache.k));
-  PHOTON_TRY(expect_data(op, "cache.v", cache.v));
-  PHOTON_TRY(expect_dtype(op, "q_out", q_out, DType::f32));
-  PHOTON_TRY(expect_dtype(op, "qkv", qkv, DType::f32));
-  PHOTON_TRY(expect_dtype(op, "inv_freq", inv_freq, DType::f32));
-  PHOTON_TRY(expect_dtype(op, "cache.k", cache.k, DType::f32));
-  PHOTON_TRY(expect_dtype(op, "cache.v", cache.v, DType::f32));
-  if (cache.k.rank != 4 || cache.k.shape != cache.v.shape || cache.v.rank != 4)
-    return fail(Errc::shape_mismatch, "rope_qkv: cache k and v must both be [num_blocks, block_size, nkv, hd], got " +
-                                          shape_string(cache.k) + " and " + shape_string(cache.v));
+  PHOTON_TRY(expect_f32(op, "q_out", q_out));
+  PHOTON_TRY(expect_f32(op, "qkv", qkv));
+  PHOTON_TRY(expect_f32(op, "inv_freq", inv_freq));
+  PHOTON_TRY(check_kv_cache(op, cache));
   const int64_t T = plan.num_tokens;
   const int64_t slots = cache.k.dim(0) * cache.k.dim(1), nkv = cache.k.dim(2), hd = cache.k.dim(3);
-  if (hd <= 0 || hd % 2 != 0 || nkv <= 0)
-    return fail(Errc::shape_mismatch, "rope_qkv: cache head_dim must be even and heads positive, got " +
+  if (hd % 2 != 0)
+    return fail(Errc::shape_mismatch, "rope_qkv: cache head_dim must be even, got " +
                                           shape_string(cache.k));
   const int64_t half = hd / 2;
   if (qkv.rank < 1 || qkv.dim(0) != T || T < 0)

@@ -26,8 +26,7 @@ Result<void> embed(ThreadPool& pool, Tensor out, const Weight& table, const Step
   const char* op = "embed";
   PHOTON_TRY(check_plan_tokens(op, plan));
   PHOTON_TRY(check_weight(op, "table", table));
-  PHOTON_TRY(expect_data(op, "out", out));
-  PHOTON_TRY(expect_dtype(op, "out", out, DType::f32));
+  PHOTON_TRY(expect_f32(op, "out", out));
   const int64_t T = plan.num_tokens, V = table.w.dim(0), H = table.w.dim(1);
   if (out.rank < 1 || out.dim(0) != T || out.numel() != T * H)
     return fail(Errc::shape_mismatch, "embed: out must be [T = " + str(T) + ", H = " + str(H) + "], got " +
@@ -50,11 +49,9 @@ namespace {
 
 // rows = x.numel() / w.numel(); out has x's element count.
 Result<int64_t> check_norm(const char* op, Tensor out, Tensor x, Tensor w) {
-  PHOTON_TRY(expect_data(op, "x", x));
   PHOTON_TRY(expect_data(op, "w", w));
-  PHOTON_TRY(expect_data(op, "out", out));
-  PHOTON_TRY(expect_dtype(op, "x", x, DType::f32));
-  PHOTON_TRY(expect_dtype(op, "out", out, DType::f32));
+  PHOTON_TRY(expect_f32(op, "x", x));
+  PHOTON_TRY(expect_f32(op, "out", out));
   PHOTON_TRY(expect_float_dtype(op, "w", w));
   const int64_t H = w.numel();
   if (H == 0) return fail(Errc::shape_mismatch, std::string(op) + ": weight w is empty");
@@ -85,8 +82,7 @@ Result<void> rmsnorm(ThreadPool& pool, Tensor out, Tensor x, Tensor w, float eps
 Result<void> add_rmsnorm(ThreadPool& pool, Tensor residual, Tensor x, Tensor w, float eps, Tensor out) {
   const char* op = "add_rmsnorm";
   PHOTON_ASSIGN_OR_RETURN(const int64_t rows, check_norm(op, out, x, w));
-  PHOTON_TRY(expect_data(op, "residual", residual));
-  PHOTON_TRY(expect_dtype(op, "residual", residual, DType::f32));
+  PHOTON_TRY(expect_f32(op, "residual", residual));
   if (residual.numel() != x.numel())
     return fail(Errc::shape_mismatch, "add_rmsnorm: residual " + shape_string(residual) + " differs in size from x " +
                                           shape_string(x));
@@ -109,10 +105,8 @@ Result<void> add_rmsnorm(ThreadPool& pool, Tensor residual, Tensor x, Tensor w, 
 
 Result<void> silu_mul(ThreadPool& pool, Tensor out, Tensor gate_up) {
   const char* op = "silu_mul";
-  PHOTON_TRY(expect_data(op, "out", out));
-  PHOTON_TRY(expect_data(op, "gate_up", gate_up));
-  PHOTON_TRY(expect_dtype(op, "out", out, DType::f32));
-  PHOTON_TRY(expect_dtype(op, "gate_up", gate_up, DType::f32));
+  PHOTON_TRY(expect_f32(op, "out", out));
+  PHOTON_TRY(expect_f32(op, "gate_up", gate_up));
   const int64_t T = gate_up.rank >= 1 ? gate_up.dim(0) : 0;
   const int64_t I2 = gate_up.row_elems();
   if (gate_up.rank < 2 || I2 % 2 != 0 || out.rank < 1 || out.dim(0) != T || out.numel() * 2 != gate_up.numel())
@@ -135,10 +129,8 @@ Result<void> silu_mul(ThreadPool& pool, Tensor out, Tensor gate_up) {
 Result<void> gather_rows(ThreadPool& pool, Tensor out, Tensor x, const StepPlanView& plan) {
   const char* op = "gather_logit_rows";
   PHOTON_TRY(check_plan_tokens(op, plan));
-  PHOTON_TRY(expect_data(op, "out", out));
-  PHOTON_TRY(expect_data(op, "x", x));
-  PHOTON_TRY(expect_dtype(op, "out", out, DType::f32));
-  PHOTON_TRY(expect_dtype(op, "x", x, DType::f32));
+  PHOTON_TRY(expect_f32(op, "out", out));
+  PHOTON_TRY(expect_f32(op, "x", x));
   const int64_t R = plan.num_logits, rows = x.rank >= 1 ? x.dim(0) : 0, H = x.row_elems();
   if (out.rank < 1 || out.dim(0) != R || out.numel() != R * H)
     return fail(Errc::shape_mismatch, "gather_logit_rows: out must be [R = " + str(R) + ", H = " + str(H) +

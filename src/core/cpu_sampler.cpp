@@ -189,8 +189,7 @@ Result<int32_t> choose(const RowInput& in, int32_t* ids) {
 Result<void> sample(ThreadPool& pool, CpuScratch& scratch, Tensor logits, const SampleBatch& batch,
                     const SampleOutput& out) {
   const char* op = "sample";
-  PHOTON_TRY(expect_data(op, "logits", logits));
-  PHOTON_TRY(expect_dtype(op, "logits", logits, DType::f32));
+  PHOTON_TRY(expect_f32(op, "logits", logits));
   const int64_t R = batch.num_rows;
   if (R < 0) return fail(Errc::invalid_argument, "sample: negative row count");
   if (R == 0) return {};
@@ -246,8 +245,8 @@ Result<void> sample(ThreadPool& pool, CpuScratch& scratch, Tensor logits, const 
                             V,
                             batch.params[r],
                             batch.steps[r],
-                            has_history ? batch.history_tokens + h0 : nullptr,
-                            has_history ? batch.history_output_counts + h0 : nullptr,
+                            h1 > h0 ? batch.history_tokens + h0 : nullptr,
+                            h1 > h0 ? batch.history_output_counts + h0 : nullptr,
                             h1 - h0};
           const int32_t M = batch.max_logprobs;
           const double lse = raw_logprobs(in, ids, M > 0 ? out.top_ids + r * M : nullptr,

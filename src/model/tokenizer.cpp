@@ -89,6 +89,18 @@ Result<void> parse_post_processor(const json& p, const std::string& file, std::v
   return {};
 }
 
+// tokenizer.json -> the BPE model, its added tokens and post-processor ids.
+Result<std::unique_ptr<BpeModel>> load_bpe(const std::string& path, std::vector<AddedToken>& added,
+                                           std::vector<int32_t>& prefix, std::vector<int32_t>& suffix,
+                                           bool& has_template) {
+  PHOTON_ASSIGN_OR_RETURN(TokenizerJson tj, read_tokenizer_json(path));
+  if (!tj.root.is_object()) return bad(path, "the top level is not a JSON object");
+  PHOTON_ASSIGN_OR_RETURN(added, parse_added_tokens(tj.root, path));
+  PHOTON_ASSIGN_OR_RETURN(auto bpe, BpeModel::from_json(tj, added, path));
+  PHOTON_TRY(parse_post_processor(tj.root.value("post_processor", json()), path, prefix, suffix, has_template));
+  return bpe;
+}
+
 int32_t id_of(const TokenizerModel& model, const std::optional<std::string>& token) {
   if (!token) return -1;
   return model.token_to_id(*token).value_or(-1);
@@ -114,23 +126,30 @@ Result<Tokenizer> Tokenizer::load(const std::string& dir) {
 
   std::vector<AddedToken> added;
   bool has_template = false;
-  if (fs::exists(json_path, ec)) {
-    PHOTON_ASSIGN_OR_RETURN(TokenizerJson tj, read_tokenizer_json(json_path));
-    if (!tj.root.is_object()) return bad(json_path, "the top level is not a JSON object");
-    PHOTON_ASSIGN_OR_RETURN(added, parse_added_tokens(tj.root, json_path));
-    PHOTON_ASSIGN_OR_RETURN(auto bpe, BpeModel::from_json(tj, added, json_path));
-    impl->model = std::move(bpe);
-    PHOTON_TRY(parse_post_processor(tj.root.value("post_processor", json()), json_path, impl->prefix_ids,
-                                    impl->suffix_ids, has_template));
-  } else if (fs::exists(sp_path, ec)) {
+  const bool has_json = fs::exists(json_path, ec), has_sp = fs::exists(sp_path, ec);
+  if (!has_json && !has_sp) return fail(Errc::file_not_found, fmt::format("{}: no tokenizer.json or tokenizer.model", dir));
+  if (has_json) {
+    auto bpe = load_bpe(json_path, added, impl->prefix_ids, impl->suffix_ids, has_template);
+    if (bpe) {
+      impl->model = std::move(*bpe);
+    } else if (!(has_sp && bpe.error().code == Errc::tokenizer_error)) {
+      return Unexpected{std::move(bpe).error()};
+    }
+    // else: a tokenizer.json photon does not read (a Llama-2 folder's
+    // Metaspace/byte-fallback BPE) beside the SentencePiece original it was
+    // converted from: use the original.
+  }
+  if (!impl->model) {
+    added.clear();
+    impl->prefix_ids.clear();
+    impl->suffix_ids.clear();
+    has_template = false;
     PHOTON_ASSIGN_OR_RETURN(auto sp, SentencePieceModel::load(sp_path));
     added = sp->special_tokens();
     impl->bos_id = sp->bos_id();
     impl->eos_id = sp->eos_id();
     impl->pad_id = sp->pad_id();
     impl->model = std::move(sp);
-  } else {
-    return fail(Errc::file_not_found, fmt::format("{}: no tokenizer.json or tokenizer.model", dir));
   }
   const TokenizerModel& model = *impl->model;
   for (const auto& t : added)

@@ -85,4 +85,20 @@ static inline const char* capi_env_or(const char* name, const char* fallback) {
   return v != NULL && v[0] != '\0' ? v : fallback;
 }
 
+/* "<models dir>/stories260K" into buf[n] (PHOTON_MODELS_DIR overrides the compiled-in folder). */
+static inline const char* capi_stories_dir(char* buf, size_t n) {
+  snprintf(buf, n, "%s/stories260K", capi_env_or("PHOTON_MODELS_DIR", PHOTON_MODELS_DIR));
+  return buf;
+}
+/* "<test data dir>/<rel>" into buf[n] (PHOTON_TEST_DATA_DIR overrides). */
+static inline const char* capi_data_path(char* buf, size_t n, const char* rel) {
+  snprintf(buf, n, "%s/%s", capi_env_or("PHOTON_TEST_DATA_DIR", PHOTON_TEST_DATA_DIR), rel);
+  return buf;
+}
+/* "<build test data dir>/tokenizers/<name>" (unpacked tokenizer.json folders). */
+static inline const char* capi_tokenizer_dir(char* buf, size_t n, const char* name) {
+  snprintf(buf, n, "%s/tokenizers/%s", capi_env_or("PHOTON_TEST_DATA_BUILD_DIR", PHOTON_TEST_DATA_BUILD_DIR), name);
+  return buf;
+}
+
 #endif /* PHOTON_CAPI_CHECK_H */

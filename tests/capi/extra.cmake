@@ -23,3 +23,15 @@ endforeach()
 if(TARGET photon_tests_capi)
   target_include_directories(photon_tests_capi PRIVATE ${PROJECT_SOURCE_DIR})
 endif()
+
+# 200 engine/tokenizer open-destroy cycles under valgrind: any definite or
+# indirect leak, or any memory error, fails the test. Skipped in sanitizer
+# builds (valgrind cannot run them).
+find_program(PHOTON_VALGRIND valgrind)
+if(PHOTON_VALGRIND AND TARGET photon_capi_test_lifecycle AND NOT PHOTON_SANITIZE_THREAD AND NOT PHOTON_SANITIZE_ADDRESS)
+  add_test(NAME "capi: test_lifecycle.c (valgrind)"
+           COMMAND ${PHOTON_VALGRIND} --quiet --error-exitcode=99 --leak-check=full
+                   --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
+                   $<TARGET_FILE:photon_capi_test_lifecycle>)
+  set_tests_properties("capi: test_lifecycle.c (valgrind)" PROPERTIES LABELS capi TIMEOUT 900)
+endif()

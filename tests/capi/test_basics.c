@@ -37,9 +37,36 @@ static void test_last_error_starts_empty(void) {
   CHECK(m != NULL && m[0] == '\0');
 }
 
+/* Each thread has its own last error message. */
+static void* fail_in_thread(void* arg) {
+  photon_status st = photon_request_params_init(NULL, 8);
+  int ok = st == PHOTON_E_INVALID_ARGUMENT &&
+           strcmp(photon_last_error_message(), "photon_request_params_init: params is NULL") == 0;
+  (void)arg;
+  return ok ? arg : NULL;
+}
+
+static void test_last_error_is_thread_local(void) {
+  pthread_t th;
+  void* result = NULL;
+  photon_tokenize_params p;
+  int token = 1;
+  CHECK_STATUS(photon_tokenize_params_init(NULL, sizeof p), PHOTON_E_INVALID_ARGUMENT);
+  CHECK(strcmp(photon_last_error_message(), "photon_tokenize_params_init: params is NULL") == 0);
+  REQUIRE(pthread_create(&th, NULL, fail_in_thread, &token) == 0);
+  REQUIRE(pthread_join(th, &result) == 0);
+  CHECK(result == &token);
+  /* The other thread's failure left this thread's message alone. */
+  CHECK(strcmp(photon_last_error_message(), "photon_tokenize_params_init: params is NULL") == 0);
+  /* A success clears it. */
+  CHECK_STATUS(photon_tokenize_params_init(&p, sizeof p), PHOTON_OK);
+  CHECK(strcmp(photon_last_error_message(), "") == 0);
+}
+
 int main(void) {
   RUN(test_status_strings);
   RUN(test_version);
   RUN(test_last_error_starts_empty);
+  RUN(test_last_error_is_thread_local);
   return capi_summary();
 }

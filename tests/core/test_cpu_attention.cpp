@@ -93,7 +93,11 @@ TEST_CASE("cpu rope_qkv: q/k norm, rotate-half RoPE, K/V into scattered cache sl
         auto be = cpu_backend(threads);
         auto view = be->stage_plan(plan);
         REQUIRE(view.has_value());
-        Cache cache{num_blocks, block_size, nkv, hd, std::vector<float>(size_t(num_blocks * block_size * nkv * hd), NAN),
+        Cache cache{num_blocks,
+                    block_size,
+                    nkv,
+                    hd,
+                    std::vector<float>(size_t(num_blocks * block_size * nkv * hd), NAN),
                     std::vector<float>(size_t(num_blocks * block_size * nkv * hd), NAN)};
         std::vector<float> in = qkv, q_out(size_t(T * nq * hd), NAN), kn_copy = kn, freq = inv_freq;
         Tensor q_norm = norms ? qn_bf16.t : Tensor{};
@@ -201,7 +205,8 @@ TEST_CASE("cpu attention and rope_qkv reject inconsistent shapes and plans", "[c
   std::vector<std::vector<int32_t>> tables;
   BatchPlan plan = scattered_plan({{6, 2}}, int32_t(bs), int32_t(nb), rng, tables);
   auto be = cpu_backend(0);
-  Cache cache{nb, bs, nkv, hd, std::vector<float>(size_t(nb * bs * nkv * hd)), std::vector<float>(size_t(nb * bs * nkv * hd))};
+  Cache cache{
+      nb, bs, nkv, hd, std::vector<float>(size_t(nb * bs * nkv * hd)), std::vector<float>(size_t(nb * bs * nkv * hd))};
   std::vector<float> q(2 * nq * hd), out(2 * nq * hd), qkv(2 * (nq + 2 * nkv) * hd), freq(hd / 2);
   auto view = be->stage_plan(plan);
   REQUIRE(view.has_value());

@@ -98,7 +98,9 @@ std::vector<double> reference_distribution(std::vector<float> l, const SamplingP
   for (size_t i = 0; i < V; ++i) z[i] = l[i] / p.temperature;
   std::vector<int32_t> order(V);
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return z[size_t(a)] > z[size_t(b)] || (z[size_t(a)] == z[size_t(b)] && a < b); });
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return z[size_t(a)] > z[size_t(b)] || (z[size_t(a)] == z[size_t(b)] && a < b);
+  });
   const double m = z[size_t(order[0])];
   std::vector<double> w(V);
   for (size_t i = 0; i < V; ++i) w[i] = std::exp(double(z[i]) - m);
@@ -269,15 +271,17 @@ TEST_CASE("seeded sampling picks the token of the inverse CDF at Philox's u, on 
   std::mt19937 rng(42);
   auto be = cpu_backend(3);
   const size_t V = 5003;
-  for (const SamplingParams& base : {params(1.0f), params(2.0f, 0, 0.97f), params(1.5f, 2500), params(1.0f, 0, 1.0f, 0.3f),
-                                     params(0.7f, 4000, 0.9f, 0.01f)}) {
+  for (const SamplingParams& base : {params(1.0f), params(2.0f, 0, 0.97f), params(1.5f, 2500),
+                                     params(1.0f, 0, 1.0f, 0.3f), params(0.7f, 4000, 0.9f, 0.01f)}) {
     const auto row = normal_logits(rng, V, 0.5f);
     const auto prob = reference_distribution(row, base, {});
     std::vector<int32_t> order(V);
     std::iota(order.begin(), order.end(), 0);
     std::vector<float> z(V);
     for (size_t i = 0; i < V; ++i) z[i] = row[i] / base.temperature;
-    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return z[size_t(a)] > z[size_t(b)] || (z[size_t(a)] == z[size_t(b)] && a < b); });
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return z[size_t(a)] > z[size_t(b)] || (z[size_t(a)] == z[size_t(b)] && a < b);
+    });
     Batch b;
     for (uint64_t step = 0; step < 200; ++step) b.add(row, base, step);
     auto out = b.run(*be);

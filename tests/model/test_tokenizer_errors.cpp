@@ -194,3 +194,23 @@ TEST_CASE("chat_template.jinja is read when tokenizer_config.json has no templat
   REQUIRE(r.has_value());
   CHECK(*r == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
+
+TEST_CASE("an unsupported tokenizer.json beside tokenizer.model falls back to SentencePiece", "[model]") {
+  TempDir d("llama2");
+  // A Llama-2 style conversion: Metaspace pre-tokenizer (not byte-level).
+  std::string j = tiny_tokenizer_json();
+  const std::string from = "\"type\":\"ByteLevel\",\"use_regex\"";
+  REQUIRE(j.find(from) != std::string::npos);
+  j.replace(j.find(from), from.size(), "\"type\":\"Metaspace\",\"use_regex\"");
+  d.write("tokenizer.json", j);
+  CHECK(load_error(d).code == Errc::tokenizer_error);  // alone it is rejected
+  fs::copy_file(fs::path(photon::test::stories_dir()) / "tokenizer.model", d.path / "tokenizer.model");
+  auto t = Tokenizer::load(d.path.string());
+  INFO((t ? "" : t.error().message));
+  REQUIRE(t.has_value());
+  CHECK(t->kind() == "sentencepiece");
+  CHECK(*t->encode("Once upon a time") == std::vector<int32_t>{1, 403, 407, 261, 378});
+  // A malformed (not merely unsupported) tokenizer.json is still an error.
+  d.write("tokenizer.json", "{\"model\": ");
+  CHECK(load_error(d).code == Errc::bad_json);
+}

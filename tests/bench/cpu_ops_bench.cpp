@@ -1,6 +1,6 @@
 // CPU backend op costs at Llama-3-8B-like shapes (one layer's matmuls,
 // attention, the sampler over a 128256-token vocabulary).
-// Usage: photon_bench_cpu_ops [--benchmark_filter=...]; the thread count is
+// Usage: photon_cpu_ops_bench [--benchmark_filter=...]; the thread count is
 // the last argument of each benchmark (workers besides the caller).
 // Bandwidth model: a decode matmul must read its N*K weights once
 // (bytes_per_second counts those); FLOP/s counts 2*M*N*K.
@@ -90,8 +90,8 @@ void BM_attention_decode(benchmark::State& state) {
   const KvLayer cache{Tensor::of(k.data(), DType::f32, {num_blocks, bs, nkv, hd}),
                       Tensor::of(v.data(), DType::f32, {num_blocks, bs, nkv, hd})};
   for (auto _ : state) {
-    auto r = be->attention(Tensor::of(out.data(), DType::f32, {S, nq, hd}), Tensor::of(q.data(), DType::f32, {S, nq, hd}),
-                           cache, *view, 1.0f / std::sqrt(float(hd)));
+    auto r = be->attention(Tensor::of(out.data(), DType::f32, {S, nq, hd}),
+                           Tensor::of(q.data(), DType::f32, {S, nq, hd}), cache, *view, 1.0f / std::sqrt(float(hd)));
     if (!r.has_value()) state.SkipWithError(r.error().message.c_str());
     benchmark::DoNotOptimize(out.data());
   }
@@ -136,7 +136,12 @@ void BM_sample(benchmark::State& state) {
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * R);
 }
-BENCHMARK(BM_sample)->ArgNames({"rows", "threads"})->Args({8, 0})->Args({8, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_sample)
+    ->ArgNames({"rows", "threads"})
+    ->Args({8, 0})
+    ->Args({8, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

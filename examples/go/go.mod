@@ -1,0 +1,3 @@
+module photon.example/go
+
+go 1.19

@@ -59,6 +59,7 @@ export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
 export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 test -x "$PREFIX/bin/photon"
 "$PREFIX/bin/photon" --help >/dev/null
+env -u LD_LIBRARY_PATH "$PREFIX/bin/photon-server" --help >/dev/null  # finds libphoton.so through its RPATH
 test "$(pkg-config --modversion photon)" = "$(sed -n 's/^#define PHOTON_VERSION_STRING "\(.*\)"$/\1/p' "$PREFIX/include/photon/version.h")"
 done_step
 

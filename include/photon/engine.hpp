@@ -12,6 +12,7 @@
 // prefix cache and the thread model.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -198,6 +199,10 @@ class PHOTON_API Engine {
   // Events of requests run by generate() are not returned here.
   size_t poll(std::vector<Event>& out);
   std::vector<Event> poll();
+  // As poll(out), but when no event is pending waits up to `timeout` for a
+  // step (on any thread, e.g. the loop thread) to publish some; 0 after the
+  // timeout. Lets a thread that routes events sleep instead of spinning.
+  size_t poll(std::vector<Event>& out, std::chrono::milliseconds timeout);
 
   // Submits the requests and waits for all of them: steps the engine itself,
   // or waits for the loop thread when it runs. Completions in request order.

@@ -29,6 +29,9 @@ Result<StepStats> Engine::step() { return impl_->core->step(); }
 bool Engine::has_work() const { return impl_->core->has_work(); }
 
 size_t Engine::poll(std::vector<Event>& out) { return impl_->core->poll(out); }
+size_t Engine::poll(std::vector<Event>& out, std::chrono::milliseconds timeout) {
+  return impl_->core->poll(out, timeout);
+}
 std::vector<Event> Engine::poll() {
   std::vector<Event> out;
   impl_->core->poll(out);

@@ -6,11 +6,11 @@
 namespace photon {
 namespace {
 
-// tokenizers' single_word test: a word character is alphanumeric or '_'.
-// Approximated for non-ASCII by "not whitespace and not ASCII punctuation".
+// tokenizers' single_word test: a word character is alphanumeric (Rust's
+// char::is_alphanumeric) or '_'.
 bool is_word_char(uint32_t cp) {
   if (cp < 0x80) return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_';
-  return !unicode::is_white_space(cp);
+  return unicode::is_alphanumeric(cp);
 }
 
 uint32_t codepoint_before(std::string_view s, size_t pos) {

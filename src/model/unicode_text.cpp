@@ -3,6 +3,7 @@
 #include <unicode/bytestream.h>
 #include <unicode/normalizer2.h>
 #include <unicode/stringpiece.h>
+#include <unicode/uchar.h>
 
 #include <fmt/core.h>
 
@@ -21,6 +22,13 @@ bool is_white_space(uint32_t cp) noexcept {
 }
 
 bool is_python_space(uint32_t cp) noexcept { return is_white_space(cp) || (cp >= 0x1C && cp <= 0x1F); }
+
+bool is_alphanumeric(uint32_t cp) noexcept {
+  const auto c = static_cast<UChar32>(cp);
+  if (u_hasBinaryProperty(c, UCHAR_ALPHABETIC)) return true;
+  const int8_t type = u_charType(c);
+  return type == U_DECIMAL_DIGIT_NUMBER || type == U_LETTER_NUMBER || type == U_OTHER_NUMBER;
+}
 
 namespace {
 

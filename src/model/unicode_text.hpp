@@ -15,6 +15,8 @@ namespace photon::unicode {
 bool is_white_space(uint32_t cp) noexcept;
 // Python's str.isspace(): White_Space plus U+001C..U+001F (Jinja's trim filter).
 bool is_python_space(uint32_t cp) noexcept;
+// Rust's char::is_alphanumeric(): Alphabetic, or general category Nd/Nl/No.
+bool is_alphanumeric(uint32_t cp) noexcept;
 
 // Python str.strip() / lstrip() / rstrip() without arguments, on valid UTF-8.
 std::string_view python_strip(std::string_view s) noexcept;

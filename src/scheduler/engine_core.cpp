@@ -96,8 +96,11 @@ Result<void> EngineCore::cancel(RequestId id) {
   return {};
 }
 
-size_t EngineCore::poll(std::vector<Event>& out) {
-  std::lock_guard lk(events_mutex_);
+size_t EngineCore::poll(std::vector<Event>& out) { return poll(out, std::chrono::milliseconds(0)); }
+
+size_t EngineCore::poll(std::vector<Event>& out, std::chrono::milliseconds timeout) {
+  std::unique_lock lk(events_mutex_);
+  if (events_.empty() && timeout.count() > 0) events_cv_.wait_for(lk, timeout, [this] { return !events_.empty(); });
   const size_t n = events_.size();
   if (out.empty()) {
     out.swap(events_);  // no copy; the buffers circulate between the step and the host

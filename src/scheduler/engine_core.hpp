@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -64,6 +65,8 @@ class EngineCore {
   Result<StepStats> step();
   bool has_work() const noexcept { return unfinished_.load(std::memory_order_acquire) > 0; }
   size_t poll(std::vector<Event>& out);
+  // Waits up to `timeout` on events_cv_ while no event is pending.
+  size_t poll(std::vector<Event>& out, std::chrono::milliseconds timeout);
   Result<std::vector<Completion>> generate(std::span<const Request> requests);
   Result<void> start_loop();
   void stop_loop();

@@ -119,3 +119,28 @@ TEST_CASE("mutated tokenizer.json files load or fail cleanly, never crash", "[mo
   CHECK(failed > 0);
   fs::remove_all(dir);
 }
+
+TEST_CASE("single_word added tokens match only outside words (Unicode letters and digits count)", "[model]") {
+  std::string j = small_tokenizer_json();
+  const std::string from = "\"content\":\"<x>\"";
+  REQUIRE(j.find(from) != std::string::npos);
+  j.replace(j.find(from), from.size(), "\"content\":\"ll\",\"single_word\":true");
+  const fs::path dir = scratch_dir("single");
+  std::ofstream(dir / "tokenizer.json", std::ios::binary) << j;
+  auto t = Tokenizer::load(dir.string());
+  REQUIRE(t.has_value());
+  auto count_262 = [&](const std::string& text) {
+    auto ids = t->encode(text, {.add_special_tokens = false});
+    REQUIRE(ids.has_value());
+    return std::count(ids->begin(), ids->end(), 262);
+  };
+  CHECK(count_262("ll") == 1);
+  CHECK(count_262("a ll b") == 1);
+  CHECK(count_262("(ll)") == 1);
+  CHECK(count_262("hello") == 0);   // inside a word
+  CHECK(count_262("éll") == 0);     // a non-ASCII letter before it
+  CHECK(count_262("ll٣") == 0);     // an Arabic-Indic digit after it
+  CHECK(count_262("_ll") == 0);
+  CHECK(count_262("\u3000ll\u3000") == 1);  // ideographic spaces are not word characters
+  fs::remove_all(dir);
+}

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <random>
@@ -158,4 +159,30 @@ TEST_CASE("engine: generate from several threads with the engine-owned loop", "[
   // Stepping by hand works again after the loop stopped.
   auto c = engine.generate(random_request(rng, cfg.vocab_size));
   CHECK(c.has_value());
+}
+
+TEST_CASE("engine: poll with a timeout sleeps until the loop thread publishes events", "[scheduler][thread]") {
+  const auto cfg = fake_config(32, 4, 24, 16);
+  Engine engine = make_fake_engine(cfg);
+  std::vector<Event> out;
+  // Nothing submitted: the wait ends at the timeout with no event.
+  CHECK(engine.poll(out, std::chrono::milliseconds(5)) == 0);
+  CHECK(out.empty());
+
+  REQUIRE(engine.start_loop().has_value());
+  std::mt19937 rng(3);
+  const Request r = random_request(rng, cfg.vocab_size);
+  const RequestId id = *engine.submit(r);
+  EventCollector events;
+  // Each wait returns as soon as a step published something; bounded so a
+  // lost wake-up fails the test instead of hanging it.
+  for (int i = 0; i < 1000 && events[id].finishes == 0; ++i) {
+    out.clear();
+    engine.poll(out, std::chrono::milliseconds(100));
+    events.add(out);
+  }
+  engine.stop_loop();
+  CHECK(events[id].finishes == 1);
+  CHECK(events[id].tokens == fake_expected(r.prompt_tokens, r.max_tokens, cfg.vocab_size, {}));
+  CHECK(events.violations() == 0);
 }

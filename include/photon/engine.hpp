@@ -128,6 +128,14 @@ struct EngineOptions {
   int32_t max_seqs = 256;          // sequences running at once
   bool prefix_caching = true;      // share KV blocks of equal prompt prefixes
   bool load_tokenizer = true;      // load model_dir's tokenizer.json / tokenizer.model when present
+  // Weights of the linear layers (q/k/v, o, gate/up, down): "auto" keeps the
+  // checkpoint's dtype as the backend stores it; "int8" quantizes them at
+  // load to symmetric int8 with one f32 scale per int8_group_size input
+  // features (~1/2 of bf16's memory; the embedding and LM head stay as they
+  // are). "int8" needs a backend that runs int8 matmuls (today: cpu), else
+  // open() fails with unsupported.
+  std::string weights = "auto";
+  int32_t int8_group_size = 128;   // > 0; a shorter last group when it does not divide the layer's inputs
 };
 
 struct StepStats {
@@ -164,7 +172,8 @@ class PHOTON_API Engine {
   // Loads the model, picks the backend and sizes the KV cache.
   // Errors: the model loader's (file_not_found, bad_json, missing_tensor...),
   // invalid_argument (an option out of range, two KV sizes given),
-  // unsupported (backend "cuda" in a build without CUDA), cuda_error (no
+  // unsupported (backend "cuda" in a build without CUDA, weights "int8" on a
+  // backend without int8 matmuls), cuda_error (no
   // usable GPU for "cuda"), out_of_memory (the KV budget buys no block, or
   // more than the free memory).
   static Result<Engine> open(const EngineOptions& options);

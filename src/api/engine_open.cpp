@@ -30,6 +30,10 @@ Result<void> check_options(const EngineOptions& o) {
   if (o.block_size < 1 || o.block_size > 1024) return bad("block_size = " + std::to_string(o.block_size) + " is outside [1, 1024]");
   if (o.max_batch_tokens < 1) return bad("max_batch_tokens = " + std::to_string(o.max_batch_tokens) + " must be >= 1");
   if (o.max_seqs < 1) return bad("max_seqs = " + std::to_string(o.max_seqs) + " must be >= 1");
+  if (o.weights != "auto" && o.weights != "int8")
+    return bad("weights = \"" + o.weights + "\": expected \"auto\" or \"int8\"");
+  if (o.weights == "int8" && o.int8_group_size < 1)
+    return bad("int8_group_size = " + std::to_string(o.int8_group_size) + " must be >= 1");
   return {};
 }
 
@@ -76,7 +80,10 @@ Result<Engine> Engine::open(const EngineOptions& options) {
   PHOTON_TRY(check_options(options));
   PHOTON_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, make_backend(options));
   const std::string backend_name(backend->name());
-  PHOTON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(options.model_dir, *backend));
+  ModelLoadOptions load_options;
+  load_options.int8_weights = options.weights == "int8";
+  load_options.int8_group_size = options.int8_group_size;
+  PHOTON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(options.model_dir, *backend, load_options));
   const ModelConfig& mc = model->config();
 
   KvBudgetInputs in;

@@ -78,6 +78,11 @@ class Backend {
   virtual DType kv_dtype() const noexcept = 0;
   // The dtype this backend keeps a checkpoint weight of dtype `stored` in.
   virtual DType weight_dtype(DType stored) const noexcept = 0;
+  // Whether matmul runs i8 weights with group-wise f32 scales (Weight, core/
+  // tensor.hpp) of any positive group size. A backend that cannot keeps this
+  // default, and loading a model with int8 weights on it fails with
+  // unsupported (ModelLoadOptions::int8_weights).
+  virtual bool supports_int8_weights() const noexcept { return false; }
 
   // ---- memory -------------------------------------------------------------
   virtual Result<Buffer> allocate(size_t bytes) = 0;

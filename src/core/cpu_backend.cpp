@@ -33,6 +33,7 @@ class CpuBackend final : public Backend {
   DType activation_dtype() const noexcept override { return DType::f32; }
   DType kv_dtype() const noexcept override { return DType::f32; }
   DType weight_dtype(DType stored) const noexcept override { return stored; }
+  bool supports_int8_weights() const noexcept override { return true; }
 
   Result<Buffer> allocate(size_t bytes) override {
     if (bytes == 0) return Buffer(this, nullptr, 0);

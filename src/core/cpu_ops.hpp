@@ -13,6 +13,7 @@
 
 #include "core/backend.hpp"
 #include "core/cpu_simd.hpp"
+#include "core/quantize.hpp"
 #include "core/thread_pool.hpp"
 
 // Marks a hot loop to be compiled twice on x86-64 with GCC (AVX2 and the
@@ -97,8 +98,8 @@ inline void widen_row(const Tensor& t, int64_t offset, int64_t n, float* dst) no
 }
 
 
-// A Weight's w is [N, K] f32/bf16/f16, or i8 with scales [N, K / group] f32
-// (group_size > 0 dividing K).
+// A Weight's w is [N, K] f32/bf16/f16, or i8 with scales
+// [N, ceil(K / group_size)] f32 (group_size > 0; the last group may be shorter).
 Result<void> check_weight(const char* op, const char* name, const Weight& W);
 // Row n of W, dequantized / widened to f32: dst[K].
 inline void widen_weight_row(const Weight& W, int64_t n, float* dst) noexcept {
@@ -107,13 +108,8 @@ inline void widen_weight_row(const Weight& W, int64_t n, float* dst) noexcept {
     widen_row(W.w, n * K, K, dst);
     return;
   }
-  const int8_t* q = W.w.as<const int8_t>() + n * K;
-  const int64_t g = W.group_size, groups = K / g;
-  const float* scale = W.scales.as<const float>() + n * groups;
-  for (int64_t j = 0; j < groups; ++j) {
-    const float s = scale[j];
-    for (int64_t i = 0; i < g; ++i) dst[j * g + i] = float(q[j * g + i]) * s;
-  }
+  const int64_t groups = W.scales.dim(1);
+  dequantize_row_int8(W.w.as<const int8_t>() + n * K, W.scales.as<const float>() + n * groups, K, W.group_size, dst);
 }
 
 

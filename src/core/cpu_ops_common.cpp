@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/cpu_ops.hpp"
+#include "core/quantize.hpp"
 #include "core/try.hpp"
 
 namespace photon::cpu {
@@ -69,14 +70,15 @@ Result<void> check_weight(const char* op, const char* name, const Weight& W) {
   if (W.w.rank != 2) return fail(Errc::shape_mismatch, what + "must be [N, K], got " + shape_string(W.w));
   if (W.w.dtype == DType::i8) {
     const int64_t N = W.w.dim(0), K = W.w.dim(1);
-    if (W.group_size <= 0 || K % W.group_size != 0)
+    if (W.group_size <= 0)
       return fail(Errc::invalid_argument, what + "int8 group_size " + std::to_string(W.group_size) +
-                                              " must be positive and divide K = " + std::to_string(K));
+                                              " must be positive");
+    const int64_t groups = int8_group_count(K, W.group_size);
     PHOTON_TRY(expect_data(op, name, W.scales));
-    if (W.scales.dtype != DType::f32 || W.scales.rank != 2 || W.scales.dim(0) != N ||
-        W.scales.dim(1) != K / W.group_size)
+    if (W.scales.dtype != DType::f32 || W.scales.rank != 2 || W.scales.dim(0) != N || W.scales.dim(1) != groups)
       return fail(Errc::shape_mismatch, what + "int8 scales must be f32[" + std::to_string(N) + ", " +
-                                            std::to_string(K / W.group_size) + "], got " + shape_string(W.scales));
+                                            std::to_string(groups) + "] (ceil(K / group_size)), got " +
+                                            shape_string(W.scales));
     return {};
   }
   return expect_float_dtype(op, name, W.w);

@@ -61,7 +61,10 @@ struct Tensor {
 
 // The weight of a linear layer or an embedding table, in the backend's layout.
 // w: [N, K] (out features, in features), f32 / bf16 / f16, or i8 with
-// group-wise scales: scales [N, K / group_size] f32, w_real = w * scale.
+// group-wise scales: scales [N, ceil(K / group_size)] f32, one per group of
+// group_size consecutive elements of a row (the last group shorter when
+// group_size does not divide K), w_real[n, k] = w[n, k] * scales[n, k / group_size]
+// (core/quantize.hpp makes them).
 struct Weight {
   Tensor w;
   Tensor scales;

@@ -148,10 +148,8 @@ class DecoderModel final : public Model {
 
 Result<std::unique_ptr<Model>> make_decoder_model(const ModelConfig& config, WeightSource& weights, Backend& backend,
                                                   const ModelLoadOptions& options) {
-  if (options.int8_weights)
-    return fail(Errc::unsupported, "int8 weight quantization is not implemented by the decoder yet");
   PHOTON_TRY(config.validate());
-  PHOTON_ASSIGN_OR_RETURN(DecoderWeights w, load_decoder_weights(config, weights, backend));
+  PHOTON_ASSIGN_OR_RETURN(DecoderWeights w, load_decoder_weights(config, weights, backend, options));
   return std::unique_ptr<Model>(std::make_unique<DecoderModel>(config, backend, std::move(w)));
 }
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/convert.hpp"
+#include "core/quantize.hpp"
 #include "core/try.hpp"
 #include "model/hf_tensors.hpp"
 
@@ -60,13 +61,71 @@ class Uploader {
 
   Result<Tensor> single(const std::string& name) { return stacked({name}); }
 
-  Result<Weight> linear(std::initializer_list<std::string> names) {
+  // The embedding table or the LM head: always in the backend's weight dtype.
+  Result<Weight> table(const std::string& name) {
+    Weight w;
+    PHOTON_ASSIGN_OR_RETURN(w.w, stacked({name}));
+    return w;
+  }
+
+  // A linear layer's [N, K] weight (several stacked along N): in the
+  // backend's weight dtype, or quantized to int8 groups of int8_group
+  // (> 0) along K when that is set.
+  Result<Weight> linear(std::initializer_list<std::string> names, int32_t int8_group) {
+    if (int8_group > 0) return quantized(names, int8_group);
     Weight w;
     PHOTON_ASSIGN_OR_RETURN(w.w, stacked(names));
     return w;
   }
 
  private:
+  // i8 [rows, K] and f32 scales [rows, ceil(K / group)], quantized row by row
+  // from the stored dtype (through one f32 row of scratch).
+  Result<Weight> quantized(std::initializer_list<std::string> names, int32_t group) {
+    int64_t rows = 0, K = 0;
+    for (const auto& n : names) {
+      PHOTON_ASSIGN_OR_RETURN(const ExpectedTensor* e, expected(n));
+      if (e->shape.size() != 2) return fail(Errc::internal, "decoder loader quantizes the 1-D tensor " + n);
+      rows += e->shape[0];
+      K = e->shape[1];
+    }
+    const int64_t groups = int8_group_count(K, group);
+    staging_.resize(size_t(rows * K));
+    scales_.resize(size_t(rows * groups));
+    row_.resize(size_t(K));
+    int64_t r = 0;
+    for (const auto& n : names) {
+      PHOTON_ASSIGN_OR_RETURN(HostTensor h, fetch(n));
+      const size_t row_bytes = size_t(K) * dtype_size(h.dtype);
+      for (int64_t i = 0; i < h.shape[0]; ++i, ++r) {
+        if (!convert_elements(h.data + size_t(i) * row_bytes, h.dtype, row_.data(), DType::f32, size_t(K)))
+          return fail(Errc::internal, fmt::format("{}: tensor '{}': cannot widen {} to f32", h.origin, h.name,
+                                                  dtype_name(h.dtype)));
+        auto* q = reinterpret_cast<int8_t*>(staging_.data()) + r * K;
+        if (!quantize_row_int8(row_.data(), K, group, q, scales_.data() + r * groups))
+          return fail(Errc::invalid_argument,
+                      fmt::format("{}: tensor '{}' row {} holds a non-finite value (NaN or inf); int8 weight "
+                                  "quantization needs finite weights",
+                                  h.origin, h.name, i));
+      }
+    }
+    Weight w;
+    PHOTON_ASSIGN_OR_RETURN(w.w, upload(staging_.data(), DType::i8, rows, K));
+    PHOTON_ASSIGN_OR_RETURN(w.scales, upload(scales_.data(), DType::f32, rows, groups));
+    w.group_size = group;
+    return w;
+  }
+
+  // A [rows, cols] tensor of `dtype` copied from host memory into a new backend buffer.
+  Result<Tensor> upload(const void* host, DType dtype, int64_t rows, int64_t cols) {
+    const size_t bytes = size_t(rows * cols) * dtype_size(dtype);
+    PHOTON_ASSIGN_OR_RETURN(Buffer buf, backend_.allocate(bytes));
+    PHOTON_TRY(backend_.copy_to_device(buf.data(), host, bytes));
+    Tensor t = buf.tensor(dtype, {rows, cols});
+    storage_.push_back(std::move(buf));
+    return t;
+  }
+
   Result<const ExpectedTensor*> expected(const std::string& name) const {
     auto it = expected_.find(name);
     if (it == expected_.end()) return fail(Errc::internal, "decoder loader asks for unlisted tensor " + name);
@@ -90,35 +149,58 @@ class Uploader {
   std::vector<Buffer>& storage_;
   std::unordered_map<std::string, ExpectedTensor> expected_;
   std::vector<uint8_t> staging_;
+  std::vector<float> scales_;  // int8 scales being built
+  std::vector<float> row_;     // one weight row widened to f32
 };
+
+// An int8 request the backend cannot serve, or a bad group size.
+Result<void> check_int8_options(const ModelLoadOptions& o, const Backend& backend) {
+  if (!o.int8_weights) return {};
+  if (o.int8_group_size <= 0)
+    return fail(Errc::invalid_argument,
+                fmt::format("int8 weights: group size {} must be positive", o.int8_group_size));
+  if (!backend.supports_int8_weights())
+    return fail(Errc::unsupported, fmt::format("int8 weights: backend {} cannot run int8 matmuls; load the "
+                                               "checkpoint's dtype or use the cpu backend",
+                                               backend.name()));
+  return {};
+}
 
 }  // namespace
 
-Result<DecoderWeights> load_decoder_weights(const ModelConfig& c, WeightSource& source, Backend& backend) {
+Result<DecoderWeights> load_decoder_weights(const ModelConfig& c, WeightSource& source, Backend& backend,
+                                            const ModelLoadOptions& options) {
+  PHOTON_TRY(check_int8_options(options, backend));
+  const int32_t group = options.int8_weights ? options.int8_group_size : 0;  // 0: not quantized
   DecoderWeights w;
   Uploader up(c, source, backend, w.storage);
-  PHOTON_ASSIGN_OR_RETURN(w.embed, up.linear({"model.embed_tokens.weight"}));
+  // The embedding is a row gather, not a matmul, and the LM head (the
+  // embedding itself when tied) maps straight to the logits, where sampling
+  // is most sensitive: both keep their dtype.
+  PHOTON_ASSIGN_OR_RETURN(w.embed, up.table("model.embed_tokens.weight"));
   w.layers.resize(size_t(c.num_layers));
   for (int32_t l = 0; l < c.num_layers; ++l) {
     DecoderLayerWeights& L = w.layers[size_t(l)];
     auto name = [l](std::string_view suffix) { return layer_tensor_name(l, suffix); };
     PHOTON_ASSIGN_OR_RETURN(L.input_norm, up.single(name("input_layernorm.weight")));
     PHOTON_ASSIGN_OR_RETURN(L.qkv, up.linear({name("self_attn.q_proj.weight"), name("self_attn.k_proj.weight"),
-                                              name("self_attn.v_proj.weight")}));
-    PHOTON_ASSIGN_OR_RETURN(L.o, up.linear({name("self_attn.o_proj.weight")}));
+                                              name("self_attn.v_proj.weight")},
+                                             group));
+    PHOTON_ASSIGN_OR_RETURN(L.o, up.linear({name("self_attn.o_proj.weight")}, group));
     if (c.qk_norm) {
       PHOTON_ASSIGN_OR_RETURN(L.q_norm, up.single(name("self_attn.q_norm.weight")));
       PHOTON_ASSIGN_OR_RETURN(L.k_norm, up.single(name("self_attn.k_norm.weight")));
     }
     PHOTON_ASSIGN_OR_RETURN(L.post_attention_norm, up.single(name("post_attention_layernorm.weight")));
-    PHOTON_ASSIGN_OR_RETURN(L.gate_up, up.linear({name("mlp.gate_proj.weight"), name("mlp.up_proj.weight")}));
-    PHOTON_ASSIGN_OR_RETURN(L.down, up.linear({name("mlp.down_proj.weight")}));
+    PHOTON_ASSIGN_OR_RETURN(L.gate_up,
+                            up.linear({name("mlp.gate_proj.weight"), name("mlp.up_proj.weight")}, group));
+    PHOTON_ASSIGN_OR_RETURN(L.down, up.linear({name("mlp.down_proj.weight")}, group));
   }
   PHOTON_ASSIGN_OR_RETURN(w.final_norm, up.single("model.norm.weight"));
   if (c.tie_word_embeddings) {
     w.lm_head = w.embed;
   } else {
-    PHOTON_ASSIGN_OR_RETURN(w.lm_head, up.linear({"lm_head.weight"}));
+    PHOTON_ASSIGN_OR_RETURN(w.lm_head, up.table("lm_head.weight"));
   }
 
   const std::vector<float> inv_freq = rope_inv_freq(c.rope, c.head_dim);

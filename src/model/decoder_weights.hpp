@@ -3,6 +3,9 @@
 // fused into one projection and gate/up into another, every tensor converted
 // to Backend::weight_dtype(stored dtype) (norm weights included) and copied
 // into backend memory. Nothing reads the source after loading.
+// With ModelLoadOptions::int8_weights the four linear weights of each layer
+// (qkv, o, gate_up, down) are quantized instead (i8 + f32 group scales,
+// core/quantize.hpp); the embedding and the LM head keep their dtype.
 //
 // Ownership: `storage` owns every tensor's memory (backend buffers); the
 // struct is move-only and must not outlive the backend.
@@ -12,11 +15,14 @@
 
 #include "core/backend.hpp"
 #include "model/config.hpp"
+#include "model/model.hpp"
 #include "model/weight_source.hpp"
 #include "photon/result.hpp"
 
 namespace photon {
 
+// Linear weights are [N, K] in the backend's dtype, or i8 [N, K] with
+// scales [N, ceil(K / group)] when loaded with int8 weights.
 struct DecoderLayerWeights {
   Weight qkv;                // [(nq + 2 nkv) * hd, H]: q_proj rows, then k_proj, then v_proj
   Weight o;                  // [H, nq * hd]
@@ -38,7 +44,10 @@ struct DecoderWeights {
 };
 
 // Errors: missing_tensor / shape_mismatch naming the file and tensor, and
-// the backend's allocation or copy errors.
-Result<DecoderWeights> load_decoder_weights(const ModelConfig& config, WeightSource& source, Backend& backend);
+// the backend's allocation or copy errors; with options.int8_weights:
+// unsupported (!backend.supports_int8_weights()), invalid_argument (group
+// size <= 0, or a non-finite value in a tensor to quantize, named).
+Result<DecoderWeights> load_decoder_weights(const ModelConfig& config, WeightSource& source, Backend& backend,
+                                            const ModelLoadOptions& options = {});
 
 }  // namespace photon

@@ -17,8 +17,13 @@
 namespace photon {
 
 struct ModelLoadOptions {
-  // Reserved for weight quantization (group-wise int8) and similar choices.
+  // Quantize the linear layers (q/k/v, o, gate/up, down) to symmetric
+  // group-wise int8 on the host while loading (core/quantize.hpp); the
+  // embedding, the LM head and the norms keep the backend's dtype. Needs
+  // Backend::supports_int8_weights() (else unsupported).
   bool int8_weights = false;
+  // Consecutive input features (along K) sharing one scale, > 0 (else
+  // invalid_argument); a K that it does not divide ends in a shorter group.
   int32_t int8_group_size = 128;
 };
 
@@ -30,7 +35,9 @@ class Model {
   // the weights in the backend's layout. The architecture registry picks the
   // implementation from config.json's "architectures".
   // Errors: ModelConfig::load's, Checkpoint::open's, then missing_tensor /
-  // shape_mismatch naming the tensor, and the backend's allocation errors.
+  // shape_mismatch naming the tensor, and the backend's allocation errors;
+  // with options.int8_weights: unsupported (the backend cannot run int8
+  // weights), invalid_argument (group size <= 0, a non-finite weight value).
   static Result<std::unique_ptr<Model>> load(const std::string& dir, Backend& backend,
                                              const ModelLoadOptions& options = {});
 

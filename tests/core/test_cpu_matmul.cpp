@@ -71,17 +71,20 @@ TEST_CASE("cpu matmul rows do not depend on the batch they are in", "[core]") {
 TEST_CASE("cpu int8 matmul equals the matmul of the dequantized weights", "[core]") {
   std::mt19937 rng(13);
   std::uniform_int_distribution<int> q(-127, 127);
+  // Group sizes dividing K and not (a shorter last group: 75 = 3 x 20 + 15,
+  // 130 = 10 x 13, 7 < 8: one short group).
   for (auto [M, N, K, G] : {std::tuple<int64_t, int64_t, int64_t, int32_t>{1, 17, 96, 32}, {9, 33, 75, 25},
-                            {41, 7, 130, 13}, {2, 5, 7, 7}}) {
+                            {41, 7, 130, 13}, {2, 5, 7, 7}, {5, 19, 75, 20}, {3, 4, 7, 8}}) {
+    const int64_t groups = (K + G - 1) / G;
     std::vector<int8_t> wq(size_t(N * K));
     for (auto& v : wq) v = int8_t(q(rng));
-    auto scales = random_floats(rng, size_t(N * (K / G)), 0.001f, 0.02f);
+    auto scales = random_floats(rng, size_t(N * groups), 0.001f, 0.02f);
     std::vector<float> deq(size_t(N * K));
     for (int64_t n = 0; n < N; ++n)
       for (int64_t k = 0; k < K; ++k)
-        deq[size_t(n * K + k)] = float(wq[size_t(n * K + k)]) * scales[size_t(n * (K / G) + k / G)];
+        deq[size_t(n * K + k)] = float(wq[size_t(n * K + k)]) * scales[size_t(n * groups + k / G)];
     auto x = random_floats(rng, size_t(M * K));
-    Weight wi8{Tensor::of(wq.data(), DType::i8, {N, K}), view_of(scales, {N, K / G}), G};
+    Weight wi8{Tensor::of(wq.data(), DType::i8, {N, K}), view_of(scales, {N, groups}), G};
     Weight wf32{view_of(deq, {N, K}), {}, 0};
     for (int32_t threads : thread_counts()) {
       auto be = cpu_backend(threads);
@@ -110,10 +113,12 @@ TEST_CASE("cpu matmul rejects bad shapes and dtypes", "[core]") {
   CHECK(be->matmul(view_of(out, {6, 4}), xi, W).error().code == Errc::shape_mismatch);
   std::vector<int8_t> q(4 * 5);
   std::vector<float> s(4 * 2);
-  // group size 3 does not divide K = 5
-  Weight bad_group{Tensor::of(q.data(), DType::i8, {4, 5}), view_of(s, {4, 2}), 3};
+  // group size 3 and K = 5: groups of 3 and 2, scales [4, 2]
+  Weight short_group{Tensor::of(q.data(), DType::i8, {4, 5}), view_of(s, {4, 2}), 3};
+  CHECK(be->matmul(view_of(out, {6, 4}), view_of(x, {6, 5}), short_group).has_value());
+  Weight bad_group{Tensor::of(q.data(), DType::i8, {4, 5}), view_of(s, {4, 2}), 0};
   CHECK(be->matmul(view_of(out, {6, 4}), view_of(x, {6, 5}), bad_group).error().code == Errc::invalid_argument);
-  Weight bad_scales{Tensor::of(q.data(), DType::i8, {4, 5}), view_of(s, {4, 2}), 5};
+  Weight bad_scales{Tensor::of(q.data(), DType::i8, {4, 5}), view_of(s, {4, 2}), 5};  // one group: [4, 1]
   CHECK(be->matmul(view_of(out, {6, 4}), view_of(x, {6, 5}), bad_scales).error().code == Errc::shape_mismatch);
   Weight no_data{Tensor::of(nullptr, DType::f32, {4, 5}), {}, 0};
   CHECK(be->matmul(view_of(out, {6, 4}), view_of(x, {6, 5}), no_data).error().code == Errc::invalid_argument);

@@ -1,9 +1,10 @@
-# Runs the `photon` CLI (-DPHOTON=path) in one of three modes (-DMODE=...):
+# Runs the `photon` CLI (-DPHOTON=path) in one of these modes (-DMODE=...):
 #   golden: `generate --json` on MODEL reproduces generated_ids of every GOLDEN_DIR/*.json
 #           that has them (prompt_ids given), with finish_reason "length"
 #   prompt: `generate --prompt` with GOLDEN_DIR/once_upon_a_time.json's prompt text gives its
 #           generated_ids and generated_text
 #   logits: `logits` on MODEL prints one row of vocab_size floats per input token
+#   int8:   `generate --int8` and `batch --int8` run on MODEL (cpu backend)
 #   errors: bad folders, malformed files and bad token lists exit with status 1
 #           and an "error:" message on stderr (never a crash)
 cmake_minimum_required(VERSION 3.20)
@@ -78,6 +79,41 @@ elseif(MODE STREQUAL "logits")
   string(JSON cols LENGTH "${out}" logits 2)
   if(NOT rows EQUAL 3 OR NOT cols EQUAL vocab)
     message(FATAL_ERROR "expected 3 rows of ${vocab} logits, got ${rows} rows of ${cols}")
+  endif()
+
+elseif(MODE STREQUAL "int8")
+  # --int8 on generate and batch: runs on the cpu backend and gives the requested
+  # number of tokens (their agreement with fp32 is tests/model/test_int8_weights.cpp's);
+  # a bad group size exits 1.
+  file(READ ${GOLDEN_DIR}/once_upon_a_time.json text)
+  json_int_list("${text}" prompt_ids prompt)
+  list(JOIN prompt "," prompt_csv)
+  execute_process(COMMAND ${PHOTON} generate --model ${MODEL} --backend cpu --tokens ${prompt_csv} --max-tokens 12
+                          --ignore-eos --json --int8 --int8-group 32
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "photon generate --int8 failed (${rc}): ${err}")
+  endif()
+  string(JSON n LENGTH "${out}" tokens)
+  string(JSON reason GET "${out}" finish_reason)
+  if(NOT n EQUAL 12 OR NOT reason STREQUAL "length")
+    message(FATAL_ERROR "generate --int8: expected 12 tokens (length), got ${out}")
+  endif()
+  file(MAKE_DIRECTORY ${SCRATCH})
+  file(WRITE ${SCRATCH}/int8.jsonl "{\"id\": \"a\", \"tokens\": [${prompt_csv}], \"max_tokens\": 5, \"ignore_eos\": true}\n")
+  execute_process(COMMAND ${PHOTON} batch --model ${MODEL} --backend cpu --requests ${SCRATCH}/int8.jsonl --int8
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "photon batch --int8 failed (${rc}): ${err}")
+  endif()
+  string(JSON n LENGTH "${out}" tokens)
+  if(NOT n EQUAL 5)
+    message(FATAL_ERROR "batch --int8: expected 5 tokens, got ${out}")
+  endif()
+  execute_process(COMMAND ${PHOTON} generate --model ${MODEL} --tokens 1 --int8 --int8-group 0
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "generate --int8 --int8-group 0 was accepted")
   endif()
 
 elseif(MODE STREQUAL "errors")

@@ -188,3 +188,18 @@ TEST_CASE("stories260K generation goldens decode to their full text", "[model]")
     CHECK(*prompt_ids == ids_of(g["prompt_ids"]));
   }
 }
+
+TEST_CASE("whitespace-like characters split as Hugging Face's regex engine splits them", "[model]") {
+  for (const char* name : {"llama3", "qwen3"}) {
+    const Tokenizer& tok = tokenizer(name);
+    const auto ref = read_json(photon::test::tokenizer_dir(name) + "/golden/hf_whitespace_cases.json");
+    REQUIRE(ref["cases"].size() == 121);
+    for (const auto& c : ref["cases"]) {
+      const std::string text = c["text"].get<std::string>();
+      INFO(name << " text: " << nlohmann::json(text).dump());
+      auto ids = tok.encode(text, {.add_special_tokens = false});
+      REQUIRE(ids.has_value());
+      CHECK(*ids == ids_of(c["ids"]));
+    }
+  }
+}

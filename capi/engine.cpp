@@ -1,4 +1,5 @@
 // photon_engine_*: the C shims of photon::Engine.
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -198,11 +199,16 @@ PHOTON_API photon_status photon_engine_has_work(bool* out_has_work, const photon
   });
 }
 
-PHOTON_API photon_status photon_engine_poll(size_t* out_num_events, photon_engine* engine, photon_event* events,
-                                            size_t event_size, size_t max_events, char* text, size_t text_capacity,
-                                            photon_token_logprob* top_logprobs, size_t top_logprobs_capacity) {
+}  // extern "C"
+
+namespace {
+
+// photon_engine_poll and photon_engine_poll_wait (timeout_ms < 0: no wait).
+photon_status poll_into(const char* function, size_t* out_num_events, photon_engine* engine, photon_event* events,
+                        size_t event_size, size_t max_events, char* text, size_t text_capacity,
+                        photon_token_logprob* top_logprobs, size_t top_logprobs_capacity, int64_t timeout_ms) {
   if (out_num_events != nullptr) *out_num_events = 0;
-  return guarded(__func__, [&]() -> Result<void> {
+  return guarded(function, [&]() -> Result<void> {
     PHOTON_CAPI_REQUIRE_NONNULL(out_num_events);
     PHOTON_CAPI_REQUIRE_NONNULL(engine);
     PHOTON_CAPI_REQUIRE_NONNULL(events);
@@ -221,7 +227,11 @@ PHOTON_API photon_status photon_engine_poll(size_t* out_num_events, photon_engin
     bool oldest_too_big = false;
     std::lock_guard lock(engine->poll_mutex);
     engine->scratch.clear();
-    engine->engine.poll(engine->scratch);
+    if (timeout_ms >= 0 && engine->pending.empty()) {
+      engine->engine.poll(engine->scratch, std::chrono::milliseconds(timeout_ms));
+    } else {
+      engine->engine.poll(engine->scratch);
+    }
     for (Event& e : engine->scratch) engine->pending.push_back(std::move(e));
     engine->scratch.clear();
     while (!engine->pending.empty() && n < max_events) {
@@ -253,6 +263,25 @@ PHOTON_API photon_status photon_engine_poll(size_t* out_num_events, photon_engin
     }
     return {};
   });
+}
+
+}  // namespace
+
+extern "C" {
+
+PHOTON_API photon_status photon_engine_poll(size_t* out_num_events, photon_engine* engine, photon_event* events,
+                                            size_t event_size, size_t max_events, char* text, size_t text_capacity,
+                                            photon_token_logprob* top_logprobs, size_t top_logprobs_capacity) {
+  return poll_into(__func__, out_num_events, engine, events, event_size, max_events, text, text_capacity,
+                   top_logprobs, top_logprobs_capacity, -1);
+}
+
+PHOTON_API photon_status photon_engine_poll_wait(size_t* out_num_events, photon_engine* engine, photon_event* events,
+                                                 size_t event_size, size_t max_events, char* text,
+                                                 size_t text_capacity, photon_token_logprob* top_logprobs,
+                                                 size_t top_logprobs_capacity, uint32_t timeout_ms) {
+  return poll_into(__func__, out_num_events, engine, events, event_size, max_events, text, text_capacity,
+                   top_logprobs, top_logprobs_capacity, int64_t(timeout_ms));
 }
 
 PHOTON_API photon_status photon_engine_start_loop(photon_engine* engine) {

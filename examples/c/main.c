@@ -3,7 +3,7 @@
  * caller-owned buffers, then print each request's token ids and text.
  *
  *   make PKG_CONFIG_PATH=<prefix>/lib/pkgconfig
- *   ./photon-c-example models/stories260K
+ *   ./photon-c-example models/stories260K [cpu|cuda|auto]
  *
  * Output, one block per request in submission order:
  *   request 0 tokens: 432 383 286 ...
@@ -52,6 +52,7 @@ static const char* finish_name(photon_finish_reason r) {
 
 int main(int argc, char** argv) {
   const char* model_dir = argc > 1 ? argv[1] : "models/stories260K";
+  const char* backend = argc > 2 ? argv[2] : "cpu";
   photon_engine* engine = NULL;
   photon_engine_params engine_params;
   photon_request_params request;
@@ -65,7 +66,9 @@ int main(int argc, char** argv) {
 
   /* Params structs: init fills the defaults for this header's size. */
   photon_engine_params_init(&engine_params, sizeof engine_params);
-  engine_params.backend = PHOTON_BACKEND_CPU;
+  engine_params.backend = strcmp(backend, "cuda") == 0   ? PHOTON_BACKEND_CUDA
+                           : strcmp(backend, "auto") == 0 ? PHOTON_BACKEND_AUTO
+                                                          : PHOTON_BACKEND_CPU;
   engine_params.kv_blocks = 64;
   st = photon_engine_open(&engine, model_dir, &engine_params);
   if (st != PHOTON_OK) return fail("photon_engine_open", st);

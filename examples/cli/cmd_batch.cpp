@@ -1,13 +1,8 @@
 // photon batch --model DIR --requests FILE.jsonl [--kv-blocks N] [--block-size B]
 //              [--max-batch-tokens T] [--max-seqs S] [--backend B] [--threads N] [--int8 [--int8-group G]]
 //
-// Every line of FILE is one request, submitted at once and served
-// concurrently by the engine:
-//   {"id": <any JSON>, "tokens": [ids] | "prompt": "text" | "messages": [{"role", "content"}],
-//    "max_tokens": N, "temperature": x, "top_k": k, "top_p": p, "min_p": p, "seed": s,
-//    "repetition_penalty": x, "presence_penalty": x, "frequency_penalty": x,
-//    "stop_token_ids": [ids], "stop": ["text"], "ignore_eos": bool, "logprobs": n}
-// Sampling defaults to greedy (temperature 0). One output line per request, in
+// Every line of FILE is one request (batch_request.hpp), submitted at once
+// and served concurrently by the engine. One output line per request, in
 // input order: {"id", "tokens", "finish_reason"[, "text"][, "logprobs", "top_logprobs"][, "error"]}.
 // A summary (steps, tokens/s, prefix-cache hit rate, preemptions) goes to stderr.
 #include <fmt/format.h>
@@ -20,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "batch_request.hpp"
 #include "commands.hpp"
 #include "photon/engine.hpp"
 
@@ -35,76 +31,21 @@ struct BatchArgs {
   int32_t int8_group = 128;
 };
 
-struct Line {
-  json id;
-  Request request;
-};
-
-template <class T>
-T get_field(const json& j, const char* key, size_t line_no) {
-  try {
-    return j.at(key).get<T>();
-  } catch (const json::exception&) {
-    fail(fmt::format("{} line {}: field \"{}\" has the wrong type ({})", "requests", line_no, key,
-                     j.at(key).type_name()));
-  }
-}
-
-Line parse_line(const std::string& text, size_t line_no) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) fail(fmt::format("requests line {}: not a JSON object", line_no));
-  Line l;
-  l.id = j.contains("id") ? j["id"] : json(line_no);
-  Request& r = l.request;
-  r.sampling.temperature = 0.0f;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& k = it.key();
-    const char* key = k.c_str();
-    if (k == "id") continue;
-    else if (k == "tokens") r.prompt_tokens = get_field<std::vector<int32_t>>(j, key, line_no);
-    else if (k == "prompt") r.prompt = get_field<std::string>(j, key, line_no);
-    else if (k == "messages") {
-      if (!it->is_array()) fail(fmt::format("requests line {}: \"messages\" is not an array", line_no));
-      for (const json& m : *it) {
-        if (!m.is_object() || !m.contains("role") || !m.contains("content") || !m["role"].is_string() ||
-            !m["content"].is_string())
-          fail(fmt::format("requests line {}: each message needs string \"role\" and \"content\"", line_no));
-        r.messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>(), std::nullopt});
-      }
-    } else if (k == "max_tokens") r.max_tokens = get_field<int32_t>(j, key, line_no);
-    else if (k == "temperature") r.sampling.temperature = get_field<float>(j, key, line_no);
-    else if (k == "top_k") r.sampling.top_k = get_field<int32_t>(j, key, line_no);
-    else if (k == "top_p") r.sampling.top_p = get_field<float>(j, key, line_no);
-    else if (k == "min_p") r.sampling.min_p = get_field<float>(j, key, line_no);
-    else if (k == "seed") r.sampling.seed = get_field<uint64_t>(j, key, line_no);
-    else if (k == "repetition_penalty") r.sampling.repetition_penalty = get_field<float>(j, key, line_no);
-    else if (k == "presence_penalty") r.sampling.presence_penalty = get_field<float>(j, key, line_no);
-    else if (k == "frequency_penalty") r.sampling.frequency_penalty = get_field<float>(j, key, line_no);
-    else if (k == "stop_token_ids") r.stop_token_ids = get_field<std::vector<int32_t>>(j, key, line_no);
-    else if (k == "stop") r.stop = it->is_string() ? std::vector<std::string>{it->get<std::string>()}
-                                                   : get_field<std::vector<std::string>>(j, key, line_no);
-    else if (k == "ignore_eos") r.ignore_eos = get_field<bool>(j, key, line_no);
-    else if (k == "logprobs") r.logprobs = get_field<int32_t>(j, key, line_no);
-    else fail(fmt::format("requests line {}: unknown field \"{}\"", line_no, k));
-  }
-  return l;
-}
-
-std::vector<Line> read_requests(const std::string& path) {
+std::vector<BatchLine> read_requests(const std::string& path) {
   std::ifstream in(path);
   if (!in) fail(fmt::format("cannot open --requests file {}", path));
-  std::vector<Line> lines;
+  std::vector<BatchLine> lines;
   std::string text;
   for (size_t line_no = 1; std::getline(in, text); ++line_no) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    lines.push_back(parse_line(text, line_no));
+    lines.push_back(unwrap(parse_batch_line(text, line_no)));
   }
   if (lines.empty()) fail(fmt::format("--requests file {} holds no request", path));
   return lines;
 }
 
 void run(const BatchArgs& a) {
-  std::vector<Line> lines = read_requests(a.requests);
+  std::vector<BatchLine> lines = read_requests(a.requests);
   EngineOptions opts;
   opts.model_dir = a.model;
   opts.backend = a.backend;

@@ -57,14 +57,19 @@ void JsonFields::read(const char* name, float& out, double lo, double hi, bool l
   if (v == nullptr) return;
   if (!v->is_number()) return wrong_type(name, "a number", *v);
   const double d = v->get<double>();
-  const bool above_lo = lo_open ? d > lo : d >= lo;
-  if (!std::isfinite(d) || !above_lo || d > hi) {
+  // Checked as the float it is stored in: a finite double beyond float's range
+  // (1e308) cannot be converted (undefined behaviour, inf in practice), and a
+  // tiny one (1e-50) rounds to 0, which an open lower bound must refuse.
+  const bool fits_float = std::isfinite(d) && std::abs(d) <= double(std::numeric_limits<float>::max());
+  const double f = fits_float ? double(static_cast<float>(d)) : d;
+  const bool above_lo = lo_open ? f > lo : f >= lo;
+  if (!fits_float || !above_lo || f > hi) {
     const std::string lo_s = json(lo).dump(), hi_s = json(hi).dump();
     const std::string range = std::isinf(hi) ? std::string(lo_open ? "> " : ">= ") + lo_s
                                              : "in " + std::string(lo_open ? "(" : "[") + lo_s + ", " + hi_s + "]";
     return fail(name, "must be " + range + ", got " + describe_json(*v));
   }
-  out = static_cast<float>(d);
+  out = static_cast<float>(f);
 }
 
 void JsonFields::read(const char* name, int32_t& out, int64_t lo, int64_t hi) {

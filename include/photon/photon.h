@@ -289,6 +289,12 @@ typedef enum photon_backend {
   PHOTON_BACKEND_CUDA = 2
 } photon_backend;
 
+/* How the linear layers' weights (q/k/v, o, gate/up, down) are kept. */
+typedef enum photon_weights {
+  PHOTON_WEIGHTS_AUTO = 0, /* the checkpoint's dtype, as the backend stores it */
+  PHOTON_WEIGHTS_INT8 = 1  /* symmetric int8, one f32 scale per int8_group_size inputs (CPU backend) */
+} photon_weights;
+
 /* Options of photon_engine_open. The KV cache is sized by at most one of
  * kv_blocks, kv_bytes and kv_memory_fraction; none: 90% of free GPU memory
  * (CUDA) or min(1 GiB, 25% of available RAM) (CPU), never more than
@@ -309,6 +315,8 @@ typedef struct photon_engine_params {
    * Default true; a folder without tokenizer files then still opens (text
    * calls fail with PHOTON_E_INVALID_STATE), but a malformed one fails. */
   bool load_tokenizer;
+  photon_weights weights;    /* default PHOTON_WEIGHTS_AUTO; INT8 on a backend without int8 matmuls: UNSUPPORTED */
+  int32_t int8_group_size;   /* > 0: inputs per int8 scale; default 128 */
 } photon_engine_params;
 
 /* Facts about an open engine, written by photon_engine_get_info. */
@@ -524,6 +532,17 @@ PHOTON_API photon_status photon_engine_has_work(bool* out_has_work, const photon
 PHOTON_API photon_status photon_engine_poll(size_t* out_num_events, photon_engine* engine, photon_event* events,
                                             size_t event_size, size_t max_events, char* text, size_t text_capacity,
                                             photon_token_logprob* top_logprobs, size_t top_logprobs_capacity);
+
+/* As photon_engine_poll, but when no event is pending waits up to
+ * timeout_ms milliseconds for a step on another thread (e.g. the engine's
+ * loop, photon_engine_start_loop) to publish some; *out_num_events is 0
+ * after the timeout. Lets a thread that routes events sleep instead of
+ * spinning. Threading: any thread; while it waits, other polls of this
+ * engine wait behind it (so that events never change order). */
+PHOTON_API photon_status photon_engine_poll_wait(size_t* out_num_events, photon_engine* engine, photon_event* events,
+                                                 size_t event_size, size_t max_events, char* text,
+                                                 size_t text_capacity, photon_token_logprob* top_logprobs,
+                                                 size_t top_logprobs_capacity, uint32_t timeout_ms);
 
 /* Starts a thread owned by the engine that steps while there is work, so
  * the host only submits and polls. Errors: INVALID_STATE (already running).

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string_view>
 
@@ -62,6 +63,14 @@ class Buffer {
   size_t bytes_ = 0;
 };
 
+// Device memory held through a backend's allocator (bytes; all 0 when the
+// backend does not track them).
+struct MemoryStats {
+  size_t in_use = 0;       // held by live Buffers
+  size_t peak_in_use = 0;  // the most ever held at once
+  size_t cached = 0;       // freed by Buffers, kept for reuse
+};
+
 // One layer's paged KV cache: k and v each [num_blocks, block_size, nkv, hd],
 // dtype kv_dtype() of the backend.
 struct KvLayer {
@@ -93,9 +102,28 @@ class Backend {
   // Bytes of device memory free now (CPU: available physical memory).
   virtual size_t free_memory() const noexcept = 0;
 
+  virtual MemoryStats memory_stats() const noexcept { return {}; }
+
   // Copies the plan's arrays into fixed backend buffers (grown when needed).
   // The view stays valid until the next stage_plan.
   virtual Result<StepPlanView> stage_plan(const BatchPlan& plan) = 0;
+
+  // One step's forward pass, written by the caller against the ops below.
+  using StepForward = std::function<Result<Tensor>(const StepPlanView&)>;
+  // Stages `plan`, runs forward over it and returns the first
+  // plan.num_logits() rows of forward's result. A backend may instead record
+  // forward once per padded batch shape and replay the recording on later
+  // steps (CUDA: graphs for decode-only steps, padded to a batch-size
+  // bucket), so forward must issue the same ops on the same buffers whenever
+  // it sees the same staged shape, and keep the logits of the plan's rows at
+  // the top of its result. The default stages and calls forward every time.
+  virtual Result<Tensor> run_step(const BatchPlan& plan, const StepForward& forward) {
+    Result<StepPlanView> view = stage_plan(plan);
+    if (!view) return Unexpected{std::move(view).error()};
+    Result<Tensor> out = forward(*view);
+    if (!out || out->rank == 0) return out;
+    return out->rows(0, plan.num_logits());
+  }
 
   // ---- ops ----------------------------------------------------------------
   // out[T,H] = table.w[ids[t], :]  (ids staged: plan.input_ids)

@@ -103,7 +103,7 @@ Result<ModelConfig> ModelConfig::parse(std::string_view json_text, std::string_v
   PHOTON_ASSIGN_OR_RETURN(c.vocab_size, read_i32(r, "vocab_size", 1));
   PHOTON_ASSIGN_OR_RETURN(c.hidden_size, read_i32(r, "hidden_size", 1));
   PHOTON_ASSIGN_OR_RETURN(c.intermediate_size, read_i32(r, "intermediate_size", 1));
-  PHOTON_ASSIGN_OR_RETURN(c.num_layers, read_i32(r, "num_hidden_layers", 1));
+  PHOTON_ASSIGN_OR_RETURN(c.num_layers, read_i32(r, "num_hidden_layers", 1, kMaxDecoderLayers));
   PHOTON_ASSIGN_OR_RETURN(c.num_heads, read_i32(r, "num_attention_heads", 1));
   PHOTON_ASSIGN_OR_RETURN(int64_t kv_heads, r.integer_or("num_key_value_heads", c.num_heads, 1, c.num_heads));
   c.num_kv_heads = int32_t(kv_heads);
@@ -163,6 +163,8 @@ Result<void> ModelConfig::validate() const {
                             supported_architectures()));
   if (vocab_size < 1 || hidden_size < 1 || intermediate_size < 1 || num_layers < 1 || num_heads < 1)
     return bad("vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads must be >= 1");
+  if (num_layers > kMaxDecoderLayers)
+    return bad(fmt::format("num_hidden_layers {} is above the supported {}", num_layers, kMaxDecoderLayers));
   if (num_kv_heads < 1 || num_kv_heads > num_heads || num_heads % num_kv_heads != 0)
     return bad(fmt::format("num_key_value_heads {} must divide num_attention_heads {}", num_kv_heads, num_heads));
   if (head_dim < 2 || head_dim % 2 != 0) return bad(fmt::format("head_dim {} must be even and >= 2", head_dim));

@@ -34,12 +34,19 @@ struct RopeConfig {
   int64_t original_max_position_embeddings = 0;
 };
 
+// The most decoder layers a config may declare: 32x the deepest released
+// decoder (Llama 3.1 405B: 126). A config.json is read before its checkpoint,
+// and the loader lists the expected tensors of every layer up front, so an
+// unbounded count (2^31 - 1) would exhaust memory before any tensor is found
+// missing.
+inline constexpr int32_t kMaxDecoderLayers = 4096;
+
 struct ModelConfig {
   std::string architecture;  // the registered "architectures" entry, e.g. "LlamaForCausalLM"
   int32_t vocab_size = 0;    // V
   int32_t hidden_size = 0;   // H
   int32_t intermediate_size = 0;  // I
-  int32_t num_layers = 0;
+  int32_t num_layers = 0;        // [1, kMaxDecoderLayers]
   int32_t num_heads = 0;     // nq
   int32_t num_kv_heads = 0;  // nkv (divides nq; 1 = MQA)
   int32_t head_dim = 0;      // hd (even; independent of H / nq)

@@ -1,5 +1,6 @@
 // BackendModelRunner: the ModelRunner of a real engine: stage the plan on the
-// backend, run the model's forward pass, sample on the backend.
+// backend and run the model's forward pass (Backend::run_step: CUDA graphs
+// for decode steps on the CUDA backend), sample on the backend.
 //
 // Ownership: owns the backend and the model (the model is destroyed first).
 // Thread-compatibility: one thread at a time (the engine's stepping thread).

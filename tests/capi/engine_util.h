@@ -43,14 +43,17 @@ static inline collected* util_find(collected* c, int n, uint64_t id) {
   return NULL;
 }
 
-/* Adds polled events to their request's record. Returns the number polled
- * or -1 on an error status. */
-static inline int util_poll(photon_engine* e, collected* c, int n) {
+/* Adds polled events to their request's record (waiting up to wait_ms for
+ * some when wait_ms >= 0). Returns the number polled or -1 on an error. */
+static inline int util_poll_wait(photon_engine* e, collected* c, int n, int wait_ms) {
   photon_event ev[16];
   char text[4096];
   photon_token_logprob tops[16 * 20];
   size_t got = 0, i;
-  photon_status st = photon_engine_poll(&got, e, ev, sizeof ev[0], 16, text, sizeof text, tops, 16 * 20);
+  photon_status st =
+      wait_ms < 0 ? photon_engine_poll(&got, e, ev, sizeof ev[0], 16, text, sizeof text, tops, 16 * 20)
+                  : photon_engine_poll_wait(&got, e, ev, sizeof ev[0], 16, text, sizeof text, tops, 16 * 20,
+                                            (uint32_t)wait_ms);
   if (st != PHOTON_OK) {
     CHECK_STATUS(st, PHOTON_OK);
     return -1;
@@ -75,6 +78,8 @@ static inline int util_poll(photon_engine* e, collected* c, int n) {
   }
   return (int)got;
 }
+
+static inline int util_poll(photon_engine* e, collected* c, int n) { return util_poll_wait(e, c, n, -1); }
 
 static inline int util_all_finished(const collected* c, int n) {
   int i;

@@ -1,5 +1,9 @@
 /* photon_engine_*: every function on stories260K (CPU), with the documented
  * status and message for NULL and invalid arguments. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, symlink */
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "engine_util.h"
 
 static const int32_t once_ids[] = {1, 403, 407, 261, 378}; /* "Once upon a time" */
@@ -36,6 +40,16 @@ static void test_open_errors(void) {
   raw[sizeof(photon_engine_params) + 2] = 7;
   CHECK_STATUS(photon_engine_open(&e, dir, big), PHOTON_E_INVALID_ARGUMENT);
   CHECK_MESSAGE_HAS("photon_engine_params has a non-zero byte");
+  CHECK(e == NULL);
+
+  photon_engine_params_init(&p, sizeof p);
+  p.backend = PHOTON_BACKEND_CPU;
+  p.weights = (photon_weights)5;
+  CHECK_STATUS(photon_engine_open(&e, dir, &p), PHOTON_E_INVALID_ARGUMENT);
+  CHECK_MESSAGE_HAS("params->weights = 5 is not a photon_weights value");
+  p.weights = PHOTON_WEIGHTS_INT8;
+  p.int8_group_size = 0;
+  CHECK_STATUS(photon_engine_open(&e, dir, &p), PHOTON_E_INVALID_ARGUMENT);
   CHECK(e == NULL);
   photon_engine_destroy(NULL); /* a no-op */
 }
@@ -336,14 +350,49 @@ static void test_loop(void) {
   CHECK_STATUS(photon_engine_start_loop(e), PHOTON_OK);
   CHECK_STATUS(photon_engine_start_loop(e), PHOTON_E_INVALID_STATE);
   CHECK_STATUS(photon_engine_submit_tokens(&c[0].id, e, once_ids, 5, &p), PHOTON_OK);
-  while (!util_all_finished(c, 1) && spins < 2000000) {
-    if (util_poll(e, c, 1) < 0) break;
+  /* The loop steps; this thread sleeps in poll_wait until events come. */
+  while (!util_all_finished(c, 1) && spins < 1000) {
+    if (util_poll_wait(e, c, 1, 100) < 0) break;
     ++spins;
   }
   CHECK(c[0].num_tokens == 5 && c[0].finish == PHOTON_FINISH_LENGTH);
+  CHECK(spins < 1000);
   CHECK_STATUS(photon_engine_stop_loop(e), PHOTON_OK);
   CHECK_STATUS(photon_engine_stop_loop(e), PHOTON_OK);
   CHECK_STATUS(photon_engine_start_loop(NULL), PHOTON_E_INVALID_ARGUMENT);
+  {
+    /* Nothing pending and nothing running: poll_wait returns 0 events after its timeout. */
+    photon_event ev[2];
+    size_t n = 7;
+    CHECK_STATUS(photon_engine_poll_wait(&n, e, ev, sizeof ev[0], 2, NULL, 0, NULL, 0, 20), PHOTON_OK);
+    CHECK(n == 0);
+    CHECK_STATUS(photon_engine_poll_wait(&n, e, ev, sizeof ev[0], 0, NULL, 0, NULL, 0, 20), PHOTON_E_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("photon_engine_poll_wait: max_events is 0");
+  }
+  photon_engine_destroy(e);
+}
+
+static void test_int8_weights(void) {
+  /* int8 linear layers on the CPU: the engine opens and generates; the first
+   * greedy token of "Once upon a time" (a 3.5-logit margin) is unchanged. */
+  char dir[1024];
+  photon_engine* e = NULL;
+  photon_engine_params p;
+  photon_request_params rp;
+  collected c[1];
+  photon_engine_params_init(&p, sizeof p);
+  p.backend = PHOTON_BACKEND_CPU;
+  p.kv_blocks = 16;
+  p.weights = PHOTON_WEIGHTS_INT8;
+  p.int8_group_size = 32;
+  REQUIRE_STATUS(photon_engine_open(&e, capi_stories_dir(dir, sizeof dir), &p), PHOTON_OK);
+  memset(c, 0, sizeof c);
+  photon_request_params_init(&rp, sizeof rp);
+  rp.temperature = 0.0f;
+  rp.max_tokens = 4;
+  CHECK_STATUS(photon_engine_submit_tokens(&c[0].id, e, once_ids, 5, &rp), PHOTON_OK);
+  REQUIRE(util_run(e, c, 1, 20));
+  CHECK(c[0].num_tokens == 4 && c[0].tokens[0] == 432);
   photon_engine_destroy(e);
 }
 
@@ -387,16 +436,114 @@ static void test_without_tokenizer(void) {
   photon_engine_destroy(e);
 }
 
+/* A copy of stories260K (symlinks) whose tokenizer_config.json carries a
+ * ChatML template with Qwen3's markers, so chats render and run on it. */
+static int make_chat_model(char* dir, size_t n) {
+  static const char* const files[] = {"config.json", "model.safetensors", "tokenizer.model"};
+  char src[1024], path[1200], target[1200];
+  FILE* f;
+  size_t i;
+  snprintf(dir, n, "%s", "/tmp/photon-capi-chat-XXXXXX");
+  if (mkdtemp(dir) == NULL) return 0;
+  capi_stories_dir(src, sizeof src);
+  for (i = 0; i < sizeof files / sizeof files[0]; ++i) {
+    snprintf(target, sizeof target, "%s/%s", src, files[i]);
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    if (symlink(target, path) != 0) return 0;
+  }
+  snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+  f = fopen(path, "w");
+  if (f == NULL) return 0;
+  fputs("{\"add_bos_token\": true, \"bos_token\": \"<s>\", \"eos_token\": \"</s>\", \"unk_token\": \"<unk>\",\n"
+        " \"chat_template\": \"{%- for m in messages %}<|im_start|>{{ m.role }}\\n{{ m.content }}<|im_end|>\\n"
+        "{%- endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\\n{%- if enable_thinking is defined and "
+        "enable_thinking is false %}<think>\\n\\n</think>\\n\\n{%- endif %}{%- endif %}\"}\n", f);
+  fclose(f);
+  return 1;
+}
+
+static void remove_chat_model(const char* dir) {
+  static const char* const files[] = {"config.json", "model.safetensors", "tokenizer.model", "tokenizer_config.json"};
+  char path[1200];
+  size_t i;
+  for (i = 0; i < sizeof files / sizeof files[0]; ++i) {
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    remove(path);
+  }
+  remove(dir);
+}
+
+static void test_submit_chat(void) {
+  char dir[256];
+  char rendered[512];
+  int32_t ids[128];
+  size_t size = 0, n = 0;
+  photon_engine* e = NULL;
+  photon_engine_params ep;
+  const photon_tokenizer* t = NULL;
+  photon_tokenize_params tp;
+  photon_chat_message m[2];
+  photon_chat_params cp;
+  photon_request_params p;
+  collected c[2];
+  REQUIRE(make_chat_model(dir, sizeof dir));
+  photon_engine_params_init(&ep, sizeof ep);
+  ep.backend = PHOTON_BACKEND_CPU;
+  ep.kv_blocks = 64;
+  CHECK_STATUS(photon_engine_open(&e, dir, &ep), PHOTON_OK);
+  if (e == NULL) {
+    remove_chat_model(dir);
+    return;
+  }
+  photon_chat_message_init(&m[0], sizeof m[0]);
+  m[0].role.data = "system";
+  m[0].role.len = 6;
+  m[0].content.data = "You tell stories.";
+  m[0].content.len = 17;
+  photon_chat_message_init(&m[1], sizeof m[1]);
+  m[1].role.data = "user";
+  m[1].role.len = 4;
+  m[1].content.data = "Once upon a time";
+  m[1].content.len = 16;
+  photon_chat_params_init(&cp, sizeof cp);
+  cp.enable_thinking = false;
+
+  /* The chat as the tokenizer renders it, encoded without added special tokens... */
+  CHECK_STATUS(photon_engine_get_tokenizer(&t, e), PHOTON_OK);
+  CHECK_STATUS(photon_tokenizer_render_chat(rendered, sizeof rendered, &size, t, m, 2, &cp), PHOTON_OK);
+  CHECK(strcmp(rendered, "<|im_start|>system\nYou tell stories.<|im_end|>\n<|im_start|>user\nOnce upon a time"
+                         "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n") == 0);
+  photon_tokenize_params_init(&tp, sizeof tp);
+  tp.add_special_tokens = false;
+  CHECK_STATUS(photon_tokenizer_encode(ids, 128, &n, t, rendered, size - 1, &tp), PHOTON_OK);
+
+  /* ...generates what submit_chat generates. */
+  memset(c, 0, sizeof c);
+  photon_request_params_init(&p, sizeof p);
+  p.temperature = 0.0f;
+  p.max_tokens = 12;
+  CHECK_STATUS(photon_engine_submit_chat(&c[0].id, e, m, 2, &cp, &p), PHOTON_OK);
+  CHECK_STATUS(photon_engine_submit_tokens(&c[1].id, e, ids, n, &p), PHOTON_OK);
+  REQUIRE(util_run(e, c, 2, 100));
+  CHECK(c[0].num_tokens == 12 && c[1].num_tokens == 12);
+  CHECK(memcmp(c[0].tokens, c[1].tokens, 12 * sizeof(int32_t)) == 0);
+  CHECK(c[0].text_len > 0 && strcmp(c[0].text, c[1].text) == 0);
+  photon_engine_destroy(e);
+  remove_chat_model(dir);
+}
+
 int main(void) {
   RUN(test_open_errors);
   RUN(test_info_and_tokenizer);
   RUN(test_submit_errors);
+  RUN(test_submit_chat);
   RUN(test_generate_length_logprobs_metrics);
   RUN(test_stop_conditions);
   RUN(test_cancel);
   RUN(test_poll_buffers);
   RUN(test_older_request_params);
   RUN(test_loop);
+  RUN(test_int8_weights);
   RUN(test_without_tokenizer);
   return capi_summary();
 }

@@ -232,6 +232,25 @@ TEST_CASE("config: errors name the key", "[model]") {
   }
 }
 
+// Found by the model_config fuzz target (tests/fuzz): "num_hidden_layers": 2147483647
+// parsed, and the loader's list of expected tensors (9 per layer) then ran out of memory.
+TEST_CASE("config: a layer count beyond kMaxDecoderLayers is refused", "[model]") {
+  nlohmann::json j = llama_json();
+  j["num_hidden_layers"] = 2147483647;
+  check_error(j, Errc::invalid_config, "num_hidden_layers");
+  j["num_hidden_layers"] = photon::kMaxDecoderLayers + 1;
+  check_error(j, Errc::invalid_config, "num_hidden_layers");
+  j["num_hidden_layers"] = photon::kMaxDecoderLayers;
+  auto ok = parse(j);
+  REQUIRE(ok.has_value());
+  ModelConfig c = *ok;
+  c.num_layers = photon::kMaxDecoderLayers + 1;  // a config built in code (Model::create_random)
+  auto r = c.validate();
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == Errc::invalid_config);
+  CHECK_THAT(r.error().message, Catch::Contains("num_hidden_layers"));
+}
+
 TEST_CASE("rope: default inv_freq is theta^(-2i/hd)", "[model]") {
   photon::RopeConfig rope;
   rope.theta = 10000.0;

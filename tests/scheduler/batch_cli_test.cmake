@@ -141,10 +141,15 @@ elseif(MODE STREQUAL "errors")
   file(WRITE ${SCRATCH}/too_long.jsonl "{\"tokens\": [1, 2], \"max_tokens\": 100}\n")
   file(WRITE ${SCRATCH}/text_no_tok.jsonl "{\"prompt\": \"hello\"}\n")
   file(WRITE ${SCRATCH}/empty.jsonl "\n\n")
+  # 2^32 + 5 used to wrap to max_tokens 5; 1e39 overflowed float (examples/cli/batch_request.cpp)
+  file(WRITE ${SCRATCH}/int_overflow.jsonl "{\"tokens\": [1, 2], \"max_tokens\": 4294967301}\n")
+  file(WRITE ${SCRATCH}/float_overflow.jsonl "{\"tokens\": [1, 2], \"temperature\": 1e39}\n")
   set(cases
     "line 2|batch|--model|${M}|--requests|${SCRATCH}/not_json.jsonl"
     "unknown field|batch|--model|${M}|--requests|${SCRATCH}/unknown.jsonl"
     "wrong type|batch|--model|${M}|--requests|${SCRATCH}/wrong_type.jsonl"
+    "max_tokens.*int32|batch|--model|${M}|--requests|${SCRATCH}/int_overflow.jsonl"
+    "temperature.*float range|batch|--model|${M}|--requests|${SCRATCH}/float_overflow.jsonl"
     "outside the vocabulary|batch|--model|${M}|--requests|${SCRATCH}/out_of_vocab.jsonl"
     "KV cache|batch|--model|${M}|--requests|${SCRATCH}/too_long.jsonl|--kv-blocks|4|--block-size|16"
     "tokenizer|batch|--model|${M}|--requests|${SCRATCH}/text_no_tok.jsonl"

@@ -136,3 +136,19 @@ TEST_CASE("server request: prompt encoding needs a tokenizer", "[api]") {
   CHECK_FALSE(encode_prompt(ids, nullptr).has_value());
   CHECK(ids.engine.prompt_tokens == std::vector<int32_t>{1, 2});
 }
+
+// Found by the server_request fuzz target (tests/fuzz): "repetition_penalty": 1e308 was
+// finite as a double and overflowed the float conversion to inf.
+TEST_CASE("server request: numbers a float cannot hold are refused, naming the field", "[api]") {
+  CHECK(error_param(ApiKind::completion, R"({"prompt": "a", "repetition_penalty": 1e308})") == "repetition_penalty");
+  CHECK(error_param(ApiKind::completion, R"({"prompt": "a", "temperature": 3.5e38})") == "temperature");
+  CHECK(error_param(ApiKind::chat, R"({"messages": [{"role": "user", "content": "a"}], "presence_penalty": -1e300})") ==
+        "presence_penalty");
+  // Rounds to 0 as a float: outside top_p's (0, 1] and repetition_penalty's (0, inf).
+  CHECK(error_param(ApiKind::completion, R"({"prompt": "a", "top_p": 1e-50})") == "top_p");
+  CHECK(error_param(ApiKind::completion, R"({"prompt": "a", "repetition_penalty": 1e-46})") == "repetition_penalty");
+  // The largest float and the smallest positive one still pass where the range allows them.
+  CHECK(parse_ok(ApiKind::completion, R"({"prompt": "a", "temperature": 3.4e38})").engine.sampling.temperature ==
+        3.4e38f);
+  CHECK(parse_ok(ApiKind::completion, R"({"prompt": "a", "top_p": 1e-45})").engine.sampling.top_p > 0.0f);
+}

@@ -1,0 +1,102 @@
+// The small device vocabulary every kernel of src/cuda shares: bf16 types and
+// conversions, 16-byte vector loads/stores, warp and block reductions.
+// Include only from .cu files (it pulls in CUDA device headers).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/cuda_status.hpp"
+
+namespace photon::cuda {
+
+using bf16 = __nv_bfloat16;
+using bf162 = __nv_bfloat162;
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+__host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+__host__ __device__ constexpr int64_t ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ---- conversions -----------------------------------------------------------
+__device__ __forceinline__ float to_f32(bf16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ bf16 to_bf16(float v) { return __float2bfloat16_rn(v); }
+
+// ---- 16-byte vectors: 8 bf16 or 4 f32 --------------------------------------
+// Pointers must be 16-byte aligned (launchers check it).
+__device__ __forceinline__ void load_bf16x8(const bf16* p, float (&f)[8]) {
+  const uint4 u = *reinterpret_cast<const uint4*>(p);
+  const bf162* h = reinterpret_cast<const bf162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 t = __bfloat1622float2(h[i]);
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+}
+// Unpacks 8 bf16 already loaded as one uint4.
+__device__ __forceinline__ void unpack_bf16x8(const uint4& u, float (&f)[8]) {
+  const bf162* h = reinterpret_cast<const bf162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 t = __bfloat1622float2(h[i]);
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+}
+__device__ __forceinline__ void store_bf16x8(bf16* p, const float (&f)[8]) {
+  uint4 u;
+  bf162* h = reinterpret_cast<bf162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+  *reinterpret_cast<uint4*>(p) = u;
+}
+// 8 consecutive elements of a bf16 or f32 array (16- or 32-byte aligned).
+__device__ __forceinline__ void load_x8(const bf16* p, float (&f)[8]) { load_bf16x8(p, f); }
+__device__ __forceinline__ void load_x8(const float* p, float (&f)[8]) {
+  const float4 a = *reinterpret_cast<const float4*>(p);
+  const float4 b = *reinterpret_cast<const float4*>(p + 4);
+  f[0] = a.x; f[1] = a.y; f[2] = a.z; f[3] = a.w;
+  f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
+}
+
+// ---- reductions --------------------------------------------------------------
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
+  return v;
+}
+// Sum within aligned groups of W consecutive lanes (W a power of two <= 32).
+template <int W>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
+}
+
+// Sum over a block of NT threads (NT a multiple of 32, <= 1024); every thread
+// gets the result. scratch: >= 32 floats of shared memory, reusable right after.
+template <int NT>
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  static_assert(NT % 32 == 0 && NT <= 1024, "block size");
+  v = warp_sum(v);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();  // a previous use of scratch is finished
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float r = lane < NT / 32 ? scratch[lane] : 0.f;
+  return warp_sum(r);
+}
+
+// Host-side: is p aligned to `bytes`?
+inline bool is_aligned(const void* p, unsigned bytes) { return (reinterpret_cast<uintptr_t>(p) % bytes) == 0; }
+
+}  // namespace photon::cuda

@@ -1,0 +1,590 @@
+// CudaBackend: the Backend contract on one NVIDIA GPU. Device memory comes
+// from a caching allocator, the plan is staged once per step, every op is a
+// kernel launch (or a cuBLASLt call) on one stream, and decode-only steps
+// replay per-bucket CUDA graphs (run_step).
+#include "cuda/cuda_backend.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/try.hpp"
+#include "cuda/cuda_status.hpp"
+#include "cuda/decode_attention.cuh"
+#include "cuda/device_allocator.hpp"
+#include "cuda/embedding.cuh"
+#include "cuda/gather_rows.cuh"
+#include "cuda/gemm.hpp"
+#include "cuda/gemv.cuh"
+#include "cuda/plan_staging.hpp"
+#include "cuda/prefill_attention.cuh"
+#include "cuda/rmsnorm.cuh"
+#include "cuda/rope_qkv.cuh"
+#include "cuda/sampler.hpp"
+#include "cuda/silu_mul.cuh"
+
+namespace photon {
+namespace {
+
+using cuda::Status;
+using bf16_t = __nv_bfloat16;
+
+std::string shape_string(const Tensor& t) {
+  std::string s = std::string(dtype_name(t.dtype)) + "[";
+  for (int i = 0; i < t.rank; ++i) s += (i ? ", " : "") + std::to_string(t.shape[size_t(i)]);
+  return s + "]";
+}
+Unexpected mismatch(const char* op, const std::string& what) {
+  return fail(Errc::shape_mismatch, std::string("cuda ") + op + ": " + what);
+}
+// t holds data of dtype `want` (or is empty).
+Status expect(const char* op, const char* name, const Tensor& t, DType want) {
+  if (t.dtype != want)
+    return mismatch(op, std::string(name) + " must be " + std::string(dtype_name(want)) + ", got " + shape_string(t));
+  if (t.data == nullptr && t.numel() > 0) return fail(Errc::invalid_argument, std::string("cuda ") + op + ": " + name + " has no data");
+  return {};
+}
+// A norm weight: bf16 or f32 (the dtype the loader picked), [n].
+Status expect_norm_weight(const char* op, const char* name, const Tensor& w, int64_t n) {
+  if (w.dtype != DType::bf16 && w.dtype != DType::f32)
+    return mismatch(op, std::string(name) + " must be bf16 or f32, got " + shape_string(w));
+  if (w.numel() != n || w.data == nullptr)
+    return mismatch(op, std::string(name) + " must have " + std::to_string(n) + " elements, got " + shape_string(w));
+  return {};
+}
+bf16_t* bf(const Tensor& t) { return static_cast<bf16_t*>(t.data); }
+
+// Batch-size buckets of decode graphs: powers of two to 8, then multiples of 8 to 64, then of 32.
+int32_t bucket_for(int32_t s) {
+  if (s <= 8) {
+    int32_t b = 1;
+    while (b < s) b *= 2;
+    return b;
+  }
+  if (s <= 64) return (s + 7) / 8 * 8;
+  return (s + 31) / 32 * 32;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const CudaBackendOptions& options, const cudaDeviceProp& prop, cudaStream_t stream)
+      : options_(options), num_sms_(prop.multiProcessorCount), compute_major_(prop.major), stream_(stream),
+        staging_(alloc_, stream), device_name_(prop.name) {}
+
+  ~CudaBackend() override {
+    cudaSetDevice(options_.device);
+    cudaStreamSynchronize(stream_);
+    for (auto& [key, g] : graphs_) cudaGraphExecDestroy(g.exec);
+    graphs_.clear();
+    sampler_.reset();
+    gemm_.reset();
+    gemm_workspace_ = Buffer();
+    attention_workspace_ = Buffer();
+    attention_arrivals_ = Buffer();
+    cudaStreamDestroy(stream_);
+  }
+
+  Status init() {
+    PHOTON_ASSIGN_OR_RETURN(gemm_workspace_, allocate(options_.gemm_workspace_bytes));
+    PHOTON_ASSIGN_OR_RETURN(gemm_, cuda::Gemm::create(gemm_workspace_.data(), gemm_workspace_.size()));
+    PHOTON_ASSIGN_OR_RETURN(sampler_, cuda::Sampler::create(*this, compute_major_, stream_));
+    return {};
+  }
+
+  std::string_view name() const noexcept override { return "cuda"; }
+  DType activation_dtype() const noexcept override { return DType::bf16; }
+  DType kv_dtype() const noexcept override { return DType::bf16; }
+  DType weight_dtype(DType stored) const noexcept override {
+    return stored == DType::i8 || stored == DType::i32 ? stored : DType::bf16;
+  }
+
+  // ---- memory ---------------------------------------------------------------
+  Result<Buffer> allocate(size_t bytes) override {
+    PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
+    PHOTON_ASSIGN_OR_RETURN(void* p, alloc_.allocate(bytes));
+    return Buffer(this, p, bytes);
+  }
+  Result<void> copy_to_device(void* dst, const void* host_src, size_t bytes) override {
+    if (bytes == 0) return {};
+    if (dst == nullptr || host_src == nullptr) return fail(Errc::invalid_argument, "cuda copy_to_device: null pointer");
+    PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
+    PHOTON_CUDA_TRY(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+    PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));  // host_src may be freed once we return
+    return {};
+  }
+  Result<void> copy_to_host(void* host_dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return {};
+    if (host_dst == nullptr || src == nullptr) return fail(Errc::invalid_argument, "cuda copy_to_host: null pointer");
+    PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
+    PHOTON_CUDA_TRY(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return {};
+  }
+  Result<void> fill_zero(Tensor t) override {
+    if (t.numel() == 0) return {};
+    if (t.data == nullptr) return fail(Errc::invalid_argument, "cuda fill_zero: tensor has no data");
+    PHOTON_CUDA_TRY(cudaMemsetAsync(t.data, 0, t.nbytes(), stream_));
+    return {};
+  }
+  Result<void> synchronize() override {
+    PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return {};
+  }
+  size_t free_memory() const noexcept override {
+    size_t free_b = 0, total_b = 0;
+    if (cudaSetDevice(options_.device) != cudaSuccess || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return free_b + alloc_.bytes_cached();
+  }
+  MemoryStats memory_stats() const noexcept override {
+    return MemoryStats{alloc_.bytes_in_use(), alloc_.peak_bytes_in_use(), alloc_.bytes_cached()};
+  }
+
+  Result<StepPlanView> stage_plan(const BatchPlan& plan) override {
+    PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
+    return staging_.stage(plan);
+  }
+
+  Result<Tensor> run_step(const BatchPlan& plan, const StepForward& forward) override;
+
+  // ---- ops ------------------------------------------------------------------
+  Result<void> embed(Tensor out, const Weight& table, const StepPlanView& plan) override {
+    const char* op = "embed";
+    PHOTON_TRY(expect(op, "out", out, DType::bf16));
+    PHOTON_TRY(expect(op, "table", table.w, DType::bf16));
+    if (table.w.rank != 2) return mismatch(op, "table must be [V, H], got " + shape_string(table.w));
+    const int64_t V = table.w.dim(0), H = table.w.dim(1), T = plan.num_tokens;
+    if (out.numel() != T * H) return mismatch(op, "out must be [T = " + std::to_string(T) + ", H = " + std::to_string(H) + "], got " + shape_string(out));
+    PHOTON_TRY(current(op, plan));
+    const auto& info = staging_.info();
+    if (T > 0 && (info.min_input_id < 0 || info.max_input_id >= V))
+      return fail(Errc::out_of_range, "cuda embed: token id " +
+                                          std::to_string(info.min_input_id < 0 ? info.min_input_id : info.max_input_id) +
+                                          " outside the embedding table's " + std::to_string(V) + " rows");
+    embed_rows_ = V;
+    return cuda::launch_embedding({bf(out), bf(table.w), plan.input_ids, int32_t(T), int32_t(H), int32_t(V)}, stream_);
+  }
+
+  Result<void> rmsnorm(Tensor out, Tensor x, Tensor w, float eps) override {
+    const char* op = "rmsnorm";
+    PHOTON_TRY(expect(op, "x", x, DType::bf16));
+    PHOTON_TRY(expect(op, "out", out, DType::bf16));
+    if (w.numel() <= 0 || x.numel() % w.numel() != 0 || out.numel() != x.numel())
+      return mismatch(op, "x " + shape_string(x) + " and out " + shape_string(out) + " must be rows of w " + shape_string(w));
+    PHOTON_TRY(expect_norm_weight(op, "w", w, w.numel()));
+    cuda::RmsNormArgs a;
+    a.out = bf(out);
+    a.x = bf(x);
+    a.weight = w.data;
+    a.weight_f32 = w.dtype == DType::f32;
+    a.rows = int32_t(x.numel() / w.numel());
+    a.hidden = int32_t(w.numel());
+    a.eps = eps;
+    return cuda::launch_rmsnorm(a, stream_);
+  }
+
+  Result<void> add_rmsnorm(Tensor residual, Tensor x, Tensor w, float eps, Tensor out) override {
+    const char* op = "add_rmsnorm";
+    PHOTON_TRY(expect(op, "residual", residual, DType::bf16));
+    PHOTON_TRY(expect(op, "x", x, DType::bf16));
+    PHOTON_TRY(expect(op, "out", out, DType::bf16));
+    if (w.numel() <= 0 || x.numel() % w.numel() != 0 || out.numel() != x.numel() || residual.numel() != x.numel())
+      return mismatch(op, "residual " + shape_string(residual) + ", x " + shape_string(x) + " and out " +
+                              shape_string(out) + " must be equal rows of w " + shape_string(w));
+    PHOTON_TRY(expect_norm_weight(op, "w", w, w.numel()));
+    cuda::RmsNormArgs a;
+    a.out = bf(out);
+    a.x = bf(x);
+    a.residual = bf(residual);
+    a.weight = w.data;
+    a.weight_f32 = w.dtype == DType::f32;
+    a.rows = int32_t(x.numel() / w.numel());
+    a.hidden = int32_t(w.numel());
+    a.eps = eps;
+    return cuda::launch_rmsnorm(a, stream_);
+  }
+
+  Result<void> matmul(Tensor out, Tensor x, const Weight& W) override {
+    const char* op = "matmul";
+    if (W.w.dtype == DType::i8)
+      return fail(Errc::unsupported, "cuda matmul: int8 weights are not supported by the CUDA backend");
+    PHOTON_TRY(expect(op, "W", W.w, DType::bf16));
+    PHOTON_TRY(expect(op, "x", x, DType::bf16));
+    if (W.w.rank != 2) return mismatch(op, "W must be [N, K], got " + shape_string(W.w));
+    if (out.dtype != DType::bf16 && out.dtype != DType::f32)
+      return mismatch(op, "out must be bf16 or f32, got " + shape_string(out));
+    const int64_t N = W.w.dim(0), K = W.w.dim(1);
+    if (K <= 0 || x.numel() % K != 0) return mismatch(op, "x " + shape_string(x) + " is not rows of K = " + std::to_string(K));
+    const int64_t M = x.numel() / K;
+    if (out.numel() != M * N)
+      return mismatch(op, "out " + shape_string(out) + " must be [M = " + std::to_string(M) + ", N = " + std::to_string(N) + "]");
+    if (M == 0) return {};
+    if (out.data == nullptr) return fail(Errc::invalid_argument, "cuda matmul: out has no data");
+    const cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(N), int32_t(K), out.dtype == DType::f32};
+    if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
+    return gemm_->run(out.data, out.dtype, x.data, W.w.data, M, N, K, stream_);
+  }
+
+  Result<void> rope_qkv(Tensor q_out, Tensor qkv, const StepPlanView& plan, Tensor inv_freq, Tensor q_norm,
+                        Tensor k_norm, float eps, KvLayer cache) override {
+    const char* op = "rope_qkv";
+    PHOTON_ASSIGN_OR_RETURN(const CacheShape cs, cache_shape(op, cache));
+    PHOTON_TRY(expect(op, "q_out", q_out, DType::bf16));
+    PHOTON_TRY(expect(op, "qkv", qkv, DType::bf16));
+    PHOTON_TRY(expect(op, "inv_freq", inv_freq, DType::f32));
+    const int64_t T = plan.num_tokens, hd = cs.hd;
+    if (inv_freq.numel() != hd / 2) return mismatch(op, "inv_freq must have hd / 2 = " + std::to_string(hd / 2) + " elements");
+    if (T == 0) return {};
+    if (q_out.numel() % (T * hd) != 0) return mismatch(op, "q_out " + shape_string(q_out) + " is not [T, nq, hd]");
+    const int64_t nq = q_out.numel() / (T * hd);
+    if (nq == 0 || nq % cs.nkv != 0) return mismatch(op, std::to_string(nq) + " query heads are not a multiple of " + std::to_string(cs.nkv) + " KV heads");
+    if (qkv.numel() != T * (nq + 2 * cs.nkv) * hd)
+      return mismatch(op, "qkv " + shape_string(qkv) + " must be [T, (nq + 2 nkv) * hd] = [" + std::to_string(T) + ", " +
+                              std::to_string((nq + 2 * cs.nkv) * hd) + "]");
+    const bool has_q = !q_norm.empty(), has_k = !k_norm.empty();
+    if (has_q) PHOTON_TRY(expect_norm_weight(op, "q_norm", q_norm, hd));
+    if (has_k) PHOTON_TRY(expect_norm_weight(op, "k_norm", k_norm, hd));
+    if (has_q && has_k && q_norm.dtype != k_norm.dtype) return mismatch(op, "q_norm and k_norm must share a dtype");
+    PHOTON_TRY(current(op, plan));
+    PHOTON_TRY(staging_.check_cache(int32_t(cs.bs), cs.num_blocks));
+    cuda::RopeQkvArgs a;
+    a.q_out = bf(q_out);
+    a.qkv = bf(qkv);
+    a.k_cache = bf(cache.k);
+    a.v_cache = bf(cache.v);
+    a.positions = plan.positions;
+    a.slot_mapping = plan.slot_mapping;
+    a.inv_freq = inv_freq.as<const float>();
+    a.q_norm = has_q ? q_norm.data : nullptr;
+    a.k_norm = has_k ? k_norm.data : nullptr;
+    a.norm_f32 = (has_q ? q_norm.dtype : k_norm.dtype) == DType::f32;
+    a.num_tokens = int32_t(T);
+    a.num_q_heads = int32_t(nq);
+    a.num_kv_heads = int32_t(cs.nkv);
+    a.head_dim = int32_t(hd);
+    a.num_slots = cs.num_blocks * cs.bs;
+    a.eps = eps;
+    return cuda::launch_rope_qkv(a, stream_);
+  }
+
+  Result<void> attention(Tensor out, Tensor q, KvLayer cache, const StepPlanView& plan, float scale) override {
+    const char* op = "attention";
+    PHOTON_ASSIGN_OR_RETURN(const CacheShape cs, cache_shape(op, cache));
+    PHOTON_TRY(expect(op, "q", q, DType::bf16));
+    PHOTON_TRY(expect(op, "out", out, DType::bf16));
+    const int64_t T = plan.num_tokens, S = plan.num_seqs, hd = cs.hd;
+    if (T == 0) return {};
+    if (q.numel() % (T * hd) != 0 || out.numel() != q.numel())
+      return mismatch(op, "q " + shape_string(q) + " and out " + shape_string(out) + " must both be [T, nq, hd]");
+    const int64_t nq = q.numel() / (T * hd);
+    if (nq == 0 || nq % cs.nkv != 0) return mismatch(op, std::to_string(nq) + " query heads are not a multiple of " + std::to_string(cs.nkv) + " KV heads");
+    if (!std::isfinite(scale)) return fail(Errc::invalid_argument, "cuda attention: scale must be finite");
+    PHOTON_TRY(current(op, plan));
+    PHOTON_TRY(staging_.check_cache(int32_t(cs.bs), cs.num_blocks));
+
+    if (plan.max_query_len == 1 && T == S) {  // decode: one query per sequence, row s is sequence s
+      cuda::DecodeAttentionArgs a;
+      a.out = bf(out);
+      a.q = bf(q);
+      a.k_cache = bf(cache.k);
+      a.v_cache = bf(cache.v);
+      a.block_tables = plan.block_tables;
+      a.context_lens = plan.context_lens;
+      a.num_seqs = int32_t(S);
+      a.num_q_heads = int32_t(nq);
+      a.num_kv_heads = int32_t(cs.nkv);
+      a.head_dim = int32_t(hd);
+      a.block_size = int32_t(cs.bs);
+      a.max_blocks_per_seq = plan.max_blocks_per_seq;
+      a.num_splits = cuda::decode_attention_splits(a.num_seqs, a.num_q_heads, a.num_kv_heads, num_sms_);
+      a.scale = scale;
+      const cuda::DecodeWorkspace ws =
+          cuda::decode_attention_workspace(a.num_seqs, a.num_q_heads, a.num_kv_heads, a.head_dim, a.num_splits);
+      if (ws.partial_bytes() > 0) {
+        if (attention_workspace_.size() < ws.partial_bytes()) {
+          attention_workspace_ = Buffer();
+          PHOTON_ASSIGN_OR_RETURN(attention_workspace_, allocate(ws.partial_bytes()));
+        }
+        // The counters return to zero after every launch; only a new buffer needs clearing.
+        if (attention_arrivals_.size() < ws.arrival_bytes()) {
+          attention_arrivals_ = Buffer();
+          PHOTON_ASSIGN_OR_RETURN(attention_arrivals_, allocate(ws.arrival_bytes()));
+          PHOTON_CUDA_TRY(cudaMemsetAsync(attention_arrivals_.data(), 0, attention_arrivals_.size(), stream_));
+        }
+        a.partial_out = static_cast<float*>(attention_workspace_.data());
+        a.partial_ml = a.partial_out + ws.partial_out_floats;
+        a.arrivals = static_cast<int32_t*>(attention_arrivals_.data());
+      }
+      return cuda::launch_decode_attention(a, stream_);
+    }
+
+    const auto& info = staging_.info();
+    const int64_t G = nq / cs.nkv;
+    int64_t tiles = 0;
+    for (int32_t s = 0; s < info.num_seqs; ++s)
+      tiles += (int64_t(info.query_start[s + 1] - info.query_start[s]) * G + cuda::kPrefillTileRows - 1) /
+               cuda::kPrefillTileRows;
+    cuda::PrefillAttentionArgs a;
+    a.out = bf(out);
+    a.q = bf(q);
+    a.k_cache = bf(cache.k);
+    a.v_cache = bf(cache.v);
+    a.query_start = plan.query_start;
+    a.positions = plan.positions;
+    a.context_lens = plan.context_lens;
+    a.block_tables = plan.block_tables;
+    a.num_seqs = int32_t(S);
+    a.num_q_heads = int32_t(nq);
+    a.num_kv_heads = int32_t(cs.nkv);
+    a.head_dim = int32_t(hd);
+    a.block_size = int32_t(cs.bs);
+    a.max_blocks_per_seq = plan.max_blocks_per_seq;
+    a.num_tiles = int32_t(tiles);
+    a.scale = scale;
+    return cuda::launch_prefill_attention(a, stream_);
+  }
+
+  Result<void> silu_mul(Tensor out, Tensor gate_up) override {
+    const char* op = "silu_mul";
+    PHOTON_TRY(expect(op, "out", out, DType::bf16));
+    PHOTON_TRY(expect(op, "gate_up", gate_up, DType::bf16));
+    if (gate_up.rank < 1 || out.rank < 1 || gate_up.dim(0) != out.dim(0) || gate_up.numel() != 2 * out.numel())
+      return mismatch(op, "gate_up " + shape_string(gate_up) + " must be [T, 2I] for out " + shape_string(out));
+    const int64_t T = out.dim(0);
+    if (T == 0) return {};
+    return cuda::launch_silu_mul({bf(out), bf(gate_up), int32_t(T), int32_t(out.numel() / T)}, stream_);
+  }
+
+  Result<void> gather_logit_rows(Tensor out, Tensor x, const StepPlanView& plan) override {
+    const char* op = "gather_logit_rows";
+    if (out.dtype != x.dtype) return mismatch(op, "out " + shape_string(out) + " and x " + shape_string(x) + " differ in dtype");
+    const int64_t R = plan.num_logits, T = plan.num_tokens;
+    if (R == 0) return {};
+    if (x.rank < 1 || x.dim(0) != T || out.rank < 1 || out.dim(0) != R || out.row_elems() != x.row_elems())
+      return mismatch(op, "x " + shape_string(x) + " must be [T, H] and out " + shape_string(out) + " [R, H]");
+    PHOTON_TRY(current(op, plan));
+    return cuda::launch_gather_rows({out.data, x.data, plan.logits_rows, int32_t(R), int32_t(T),
+                                     int64_t(x.row_elems() * int64_t(dtype_size(x.dtype)))},
+                                    stream_);
+  }
+
+  Result<void> sample(Tensor logits, const SampleBatch& batch, const SampleOutput& out) override {
+    PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
+    return sampler_->sample(logits, batch, out);
+  }
+
+  Result<double> copy_bandwidth(size_t bytes, int32_t iterations) {
+    if (bytes == 0 || iterations < 1) return fail(Errc::invalid_argument, "cuda_copy_bandwidth: need bytes > 0 and iterations >= 1");
+    PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
+    PHOTON_ASSIGN_OR_RETURN(Buffer src, allocate(bytes));
+    PHOTON_ASSIGN_OR_RETURN(Buffer dst, allocate(bytes));
+    PHOTON_CUDA_TRY(cudaMemsetAsync(src.data(), 1, bytes, stream_));
+    cudaEvent_t start = nullptr, stop = nullptr;
+    float median_ms = 0;
+    PHOTON_CUDA_TRY(cudaEventCreate(&start));
+    Status st = [&]() -> Status {
+      PHOTON_CUDA_TRY(cudaEventCreate(&stop));
+      std::vector<float> ms;
+      for (int32_t i = 0; i <= iterations; ++i) {  // the first copy warms up
+        PHOTON_CUDA_TRY(cudaEventRecord(start, stream_));
+        PHOTON_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, stream_));
+        PHOTON_CUDA_TRY(cudaEventRecord(stop, stream_));
+        PHOTON_CUDA_TRY(cudaEventSynchronize(stop));
+        float t = 0;
+        PHOTON_CUDA_TRY(cudaEventElapsedTime(&t, start, stop));
+        if (i > 0) ms.push_back(t);
+      }
+      std::sort(ms.begin(), ms.end());
+      median_ms = ms[ms.size() / 2];
+      return {};
+    }();
+    cudaEventDestroy(start);
+    if (stop != nullptr) cudaEventDestroy(stop);
+    PHOTON_TRY(st);
+    return 2.0 * double(bytes) / (double(median_ms) * 1e-3);
+  }
+  const std::string& device_name() const noexcept { return device_name_; }
+
+ protected:
+  void release(void* ptr) noexcept override { alloc_.release(ptr); }
+
+ private:
+  struct CacheShape {
+    int64_t num_blocks, bs, nkv, hd;
+  };
+  static Result<CacheShape> cache_shape(const char* op, const KvLayer& cache) {
+    PHOTON_TRY(expect(op, "cache.k", cache.k, DType::bf16));
+    PHOTON_TRY(expect(op, "cache.v", cache.v, DType::bf16));
+    if (cache.k.rank != 4 || cache.v.rank != 4 || cache.k.shape != cache.v.shape)
+      return mismatch(op, "cache k and v must both be [num_blocks, block_size, nkv, hd], got " +
+                              shape_string(cache.k) + " and " + shape_string(cache.v));
+    const CacheShape cs{cache.k.dim(0), cache.k.dim(1), cache.k.dim(2), cache.k.dim(3)};
+    if (cs.num_blocks <= 0 || cs.bs <= 0 || cs.nkv <= 0 || cs.hd <= 0)
+      return mismatch(op, "cache dimensions must be positive, got " + shape_string(cache.k));
+    return cs;
+  }
+  // Ops that read the plan's arrays accept only the last staged plan.
+  Status current(const char* op, const StepPlanView& plan) const {
+    if (!staging_.is_current(plan))
+      return fail(Errc::invalid_state, std::string("cuda ") + op + ": the plan view is not the last staged plan");
+    return {};
+  }
+
+  struct GraphKey {
+    int32_t bucket, width;
+    bool operator<(const GraphKey& o) const { return bucket != o.bucket ? bucket < o.bucket : width < o.width; }
+  };
+  struct StepGraph {
+    cudaGraphExec_t exec = nullptr;
+    Tensor result;                  // forward's result at capture (fixed address)
+    uint64_t alloc_generation = 0;  // allocator state the captured buffers belong to
+    uint64_t plan_epoch = 0;        // graph plan buffer the capture read
+    int64_t embed_rows = 0;         // embedding rows seen at capture (token ids are checked against it)
+    int32_t cache_block_size = 0;   // KV cache geometry seen at capture
+    int64_t cache_num_blocks = 0;
+  };
+  void drop_graph(std::map<GraphKey, StepGraph>::iterator it) {
+    cudaGraphExecDestroy(it->second.exec);
+    graphs_.erase(it);
+  }
+  Result<Tensor> replay(StepGraph& g, const BatchPlan& plan);
+  Result<Tensor> capture(const GraphKey& key, const StepPlanView& view, const BatchPlan& plan, const StepForward& forward);
+
+  cuda::DeviceAllocator alloc_;  // first member: outlives every buffer below
+  CudaBackendOptions options_;
+  int32_t num_sms_;
+  int32_t compute_major_;
+  cudaStream_t stream_;
+  cuda::PlanStaging staging_;
+  Buffer gemm_workspace_;
+  std::unique_ptr<cuda::Gemm> gemm_;
+  Buffer attention_workspace_;  // decode split partials
+  Buffer attention_arrivals_;   // decode split arrival counters (zero between launches)
+  std::unique_ptr<cuda::Sampler> sampler_;
+  int64_t embed_rows_ = 0;
+  std::map<GraphKey, StepGraph> graphs_;
+  bool graphs_failed_ = false;  // a capture failed once: run every step eagerly
+  std::string device_name_;
+};
+
+Result<Tensor> CudaBackend::run_step(const BatchPlan& plan, const StepForward& forward) {
+  PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
+  const int32_t S = plan.num_seqs();
+  bool graphable = options_.cuda_graphs && !graphs_failed_ && S >= 1 && S <= options_.max_graph_batch &&
+                   plan.num_tokens() == S && plan.num_logits() == S;
+  for (int32_t s = 0; graphable && s < S; ++s)
+    graphable = plan.logits_rows[size_t(s)] == s && plan.query_start[size_t(s) + 1] == s + 1;
+  if (!graphable) return Backend::run_step(plan, forward);
+
+  int32_t width = 16;
+  while (width < plan.max_blocks_per_seq) width *= 2;
+  const GraphKey key{bucket_for(S), width};
+  PHOTON_ASSIGN_OR_RETURN(const StepPlanView view, staging_.stage_padded(plan, key.bucket, key.width));
+  auto it = graphs_.find(key);
+  if (it != graphs_.end()) {
+    if (it->second.alloc_generation == alloc_.generation() && it->second.plan_epoch == staging_.graph_buffer_epoch())
+      return replay(it->second, plan);
+    drop_graph(it);
+  }
+  return capture(key, view, plan, forward);
+}
+
+Result<Tensor> CudaBackend::replay(StepGraph& g, const BatchPlan& plan) {
+  const auto& info = staging_.info();
+  if (g.embed_rows > 0 && (info.min_input_id < 0 || info.max_input_id >= g.embed_rows))
+    return fail(Errc::out_of_range, "cuda embed: token id " +
+                                        std::to_string(info.min_input_id < 0 ? info.min_input_id : info.max_input_id) +
+                                        " outside the embedding table's " + std::to_string(g.embed_rows) + " rows");
+  if (g.cache_block_size > 0) PHOTON_TRY(staging_.check_cache(g.cache_block_size, g.cache_num_blocks));
+  PHOTON_CUDA_TRY(cudaGraphLaunch(g.exec, stream_));
+  return g.result.rows(0, plan.num_logits());
+}
+
+Result<Tensor> CudaBackend::capture(const GraphKey& key, const StepPlanView& view, const BatchPlan& plan,
+                                    const StepForward& forward) {
+  embed_rows_ = 0;
+  PHOTON_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+  Result<Tensor> out = forward(view);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+  if (!out) {
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    return out;
+  }
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t inst = end;
+  if (end == cudaSuccess) {
+    inst = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+  }
+  if (inst != cudaSuccess) {
+    // The forward pass did something a graph cannot hold: from now on run eagerly.
+    (void)cudaGetLastError();
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+    graphs_failed_ = true;
+    return Backend::run_step(plan, forward);
+  }
+  StepGraph g;
+  g.exec = exec;
+  g.result = *out;
+  g.alloc_generation = alloc_.generation();
+  g.plan_epoch = staging_.graph_buffer_epoch();
+  g.embed_rows = embed_rows_;
+  g.cache_block_size = staging_.checked_block_size();
+  g.cache_num_blocks = staging_.checked_num_blocks();
+  auto [it, inserted] = graphs_.emplace(key, g);
+  PHOTON_CUDA_TRY(cudaGraphLaunch(it->second.exec, stream_));
+  return it->second.result.rows(0, plan.num_logits());
+}
+
+}  // namespace
+
+Result<double> cuda_copy_bandwidth(Backend& backend, size_t bytes, int32_t iterations) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&backend);
+  if (cuda == nullptr) return fail(Errc::invalid_argument, "cuda_copy_bandwidth: not a CUDA backend");
+  return cuda->copy_bandwidth(bytes, iterations);
+}
+
+std::string cuda_device_name(const Backend& backend) {
+  const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
+  return cuda != nullptr ? cuda->device_name() : std::string();
+}
+
+Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& options) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return fail(Errc::cuda_error, std::string("no usable CUDA device: cudaGetDeviceCount failed: ") +
+                                      cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")");
+  }
+  if (count == 0) return fail(Errc::cuda_error, "no usable CUDA device: the driver reports none");
+  if (options.device < 0 || options.device >= count)
+    return fail(Errc::invalid_argument, "CUDA device " + std::to_string(options.device) + " does not exist (" +
+                                            std::to_string(count) + " present)");
+  if (options.gemm_workspace_bytes < (size_t(1) << 20))
+    return fail(Errc::invalid_argument, "CudaBackendOptions::gemm_workspace_bytes must be at least 1 MiB");
+  if (options.max_graph_batch < 0) return fail(Errc::invalid_argument, "CudaBackendOptions::max_graph_batch must be >= 0");
+  PHOTON_CUDA_TRY(cudaSetDevice(options.device));
+  cudaDeviceProp prop{};
+  PHOTON_CUDA_TRY(cudaGetDeviceProperties(&prop, options.device));
+  if (prop.major < 8)
+    return fail(Errc::unsupported, std::string("CUDA device ") + prop.name + " has compute capability " +
+                                       std::to_string(prop.major) + "." + std::to_string(prop.minor) +
+                                       "; photon's kernels need 8.0 or newer");
+  cudaStream_t stream = nullptr;
+  PHOTON_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto backend = std::make_unique<CudaBackend>(options, prop, stream);
+  PHOTON_TRY(backend->init());
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+}  // namespace photon

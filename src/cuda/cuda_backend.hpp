@@ -1,0 +1,37 @@
+// The CUDA backend's factory. Free of CUDA headers: the engine and tools
+// include it when PHOTON_HAVE_CUDA is defined (a build with src/cuda).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/backend.hpp"
+#include "photon/result.hpp"
+
+namespace photon {
+
+struct CudaBackendOptions {
+  int32_t device = 0;                          // CUDA device ordinal
+  size_t gemm_workspace_bytes = size_t(32) << 20;  // cuBLASLt workspace, reused by every matmul
+  bool cuda_graphs = true;                     // replay decode-only steps from per-batch-size CUDA graphs
+  int32_t max_graph_batch = 256;               // the largest decode batch that gets a graph
+};
+
+// A Backend on options.device: bf16 activations and KV cache, bf16 weights,
+// fp32 accumulation, one CUDA stream. Fails with Errc::cuda_error (message
+// saying why) when no usable device or driver is present, and with
+// Errc::unsupported on GPUs older than compute capability 8.0.
+Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& options = {});
+
+// Device-to-device copy bandwidth of a CUDA backend's GPU in bytes per
+// second, counting bytes read plus bytes written (the ceiling the bench
+// compares against): the median of `iterations` timed copies of `bytes`.
+// invalid_argument when `backend` is not a CUDA backend.
+Result<double> cuda_copy_bandwidth(Backend& backend, size_t bytes, int32_t iterations);
+
+// The GPU's name as the driver reports it ("NVIDIA H200"); empty for a non-CUDA backend.
+std::string cuda_device_name(const Backend& backend);
+
+}  // namespace photon

@@ -1,0 +1,60 @@
+// Paged decode attention: one new query token per sequence over its cached
+// keys/values (flash-decoding). Each block owns (sequence, KV head, split of
+// the context) and serves every query head of that KV head's group (GQA:
+// K/V rows are read once per group, not once per query head). With more than
+// one split, per-split partial results (unnormalized sum, max, denominator)
+// go to a workspace and the last block of each (sequence, head group) to
+// finish merges them (an arrival counter per group, reset by that block).
+// Bandwidth model: reads S * nkv * ctx * hd * 2 bytes of K plus the same of V
+// (bf16), writes S*nq*hd*2 bytes (+ partials of S*nq*splits*(hd+2)*4 bytes
+// written and read back when split).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/cuda_status.hpp"
+
+namespace photon::cuda {
+
+struct DecodeAttentionArgs {
+  __nv_bfloat16* out = nullptr;            // [S, nq, hd]
+  const __nv_bfloat16* q = nullptr;        // [S, nq, hd]: token s is sequence s's only query
+  const __nv_bfloat16* k_cache = nullptr;  // [num_blocks, block_size, nkv, hd]
+  const __nv_bfloat16* v_cache = nullptr;  // same shape
+  const int32_t* block_tables = nullptr;   // [S, max_blocks_per_seq]
+  const int32_t* context_lens = nullptr;   // [S]; the query sits at position ctx - 1; 0 gives a zero row
+  float* partial_out = nullptr;            // [S, nq, num_splits, hd] workspace, used when num_splits > 1
+  float* partial_ml = nullptr;             // [S, nq, num_splits, 2] (running max in log2 units, denominator)
+  int32_t* arrivals = nullptr;             // [S, nkv * head slices], zero before the first launch
+  int32_t num_seqs = 0;                    // S
+  int32_t num_q_heads = 0;                 // nq (a multiple of nkv)
+  int32_t num_kv_heads = 0;                // nkv
+  int32_t head_dim = 0;                    // hd: 16, 32, 64, 128 or 256
+  int32_t block_size = 0;                  // tokens per KV block
+  int32_t max_blocks_per_seq = 0;
+  int32_t num_splits = 1;                  // context splits per (sequence, KV head); see decode_attention_splits
+  float scale = 1.f;                       // softmax scale (1/sqrt(hd) usually)
+};
+
+// Splits that give the GPU enough blocks for S sequences. Depends only on the
+// batch shape (never on context lengths), so a captured graph stays valid as
+// contexts grow: each block derives its share of the context on the device.
+int32_t decode_attention_splits(int32_t num_seqs, int32_t num_q_heads, int32_t num_kv_heads, int32_t num_sms);
+// Workspace that num_splits > 1 needs: partial_out then partial_ml floats in
+// one buffer, and the arrival counters in another (zeroed once: every launch
+// leaves them zero).
+struct DecodeWorkspace {
+  size_t partial_out_floats = 0, partial_ml_floats = 0, arrivals = 0;
+  size_t partial_bytes() const { return (partial_out_floats + partial_ml_floats) * 4; }
+  size_t arrival_bytes() const { return arrivals * 4; }
+};
+DecodeWorkspace decode_attention_workspace(int32_t num_seqs, int32_t num_q_heads, int32_t num_kv_heads,
+                                           int32_t head_dim, int32_t num_splits);
+
+Status launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream);
+
+}  // namespace photon::cuda

@@ -1,0 +1,36 @@
+// Single-row matrix products for decode: out[1, N] = x[1, K] @ w[N, K]^T,
+// bf16 in, fp32 accumulation, bf16 or f32 out (the row count is a template
+// parameter of the kernel; only 1 is dispatched: on the H200 a 4-row variant
+// measured slower than cuBLASLt, a 4-sequence decode step 1.50 ms against
+// 1.33 ms for 16 sequences through cuBLASLt). One warp
+// (or, for small N, up to eight warps splitting K) per output column n
+// streams w's row n once (16-byte loads, eight in flight per lane,
+// evict-first) and dots it with every x row (L1-resident).
+// Bandwidth model: reads N*K*2 bytes of weights (+ M*K*2 of x), writes M*N
+// outputs: at M = 1 the whole cost is the weight read.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "cuda/cuda_status.hpp"
+
+namespace photon::cuda {
+
+constexpr int32_t kGemvMaxRows = 1;
+
+struct GemvArgs {
+  void* out = nullptr;                 // [M, N], bf16 or f32 (out_f32)
+  const __nv_bfloat16* x = nullptr;    // [M, K]
+  const __nv_bfloat16* w = nullptr;    // [N, K]
+  int32_t M = 0, N = 0, K = 0;
+  bool out_f32 = false;
+};
+
+// Whether the GEMV kernel serves this product (M <= kGemvMaxRows, K % 8 == 0, 16-byte aligned x and w).
+bool gemv_applies(const GemvArgs& a);
+Status launch_gemv(const GemvArgs& a, cudaStream_t stream);
+
+}  // namespace photon::cuda

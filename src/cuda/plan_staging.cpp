@@ -1,0 +1,242 @@
+#include "cuda/plan_staging.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace photon::cuda {
+
+namespace {
+
+constexpr size_t kAlignInts = 4;  // every array starts 16-byte aligned
+size_t align_ints(size_t n) { return (n + kAlignInts - 1) / kAlignInts * kAlignInts; }
+
+Unexpected bad_plan(const std::string& what) { return fail(Errc::invalid_argument, "stage_plan: " + what); }
+
+// Array sizes and the ranges the kernels rely on for memory safety.
+Result<void> check_plan(const BatchPlan& plan) {
+  const size_t T = plan.input_ids.size();
+  const int32_t S = plan.num_seqs();
+  if (plan.positions.size() != T || plan.slot_mapping.size() != T)
+    return bad_plan("positions and slot_mapping must have one entry per input id");
+  if (plan.context_lens.size() != size_t(S)) return bad_plan("context_lens must have one entry per sequence");
+  if (plan.max_blocks_per_seq < 0 || plan.block_tables.size() != size_t(S) * size_t(plan.max_blocks_per_seq))
+    return bad_plan("block_tables must be [S, max_blocks_per_seq] (call BatchPlan::finalize)");
+  if (S > 0 && (plan.query_start.front() != 0 || size_t(plan.query_start.back()) != T))
+    return bad_plan("query_start must run from 0 to the token count");
+  if (S == 0 && T > 0) return bad_plan("tokens without sequences");
+  for (int32_t s = 0; s < S; ++s)
+    if (plan.query_start[size_t(s) + 1] < plan.query_start[size_t(s)])
+      return bad_plan("query_start decreases at sequence " + std::to_string(s));
+  for (int32_t r : plan.logits_rows)
+    if (r < 0 || size_t(r) >= T) return bad_plan("logits row " + std::to_string(r) + " outside the step's tokens");
+  return {};
+}
+
+void record_ids(const BatchPlan& plan, StagedPlanInfo& info) {
+  info.min_input_id = 0;
+  info.max_input_id = -1;
+  if (!plan.input_ids.empty()) {
+    const auto [lo, hi] = std::minmax_element(plan.input_ids.begin(), plan.input_ids.end());
+    info.min_input_id = *lo;
+    info.max_input_id = *hi;
+  }
+}
+
+}  // namespace
+
+PlanStaging::~PlanStaging() {
+  if (copied_ != nullptr) {
+    cudaEventSynchronize(copied_);
+    cudaEventDestroy(copied_);
+  }
+  if (host_ != nullptr) cudaFreeHost(host_);
+  alloc_.release(tight_.device);
+  alloc_.release(graph_.device);
+}
+
+Status PlanStaging::ensure_host(size_t bytes) {
+  if (copied_ == nullptr) PHOTON_CUDA_TRY(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
+  PHOTON_CUDA_TRY(cudaEventSynchronize(copied_));  // the previous upload has left host_
+  if (bytes <= host_bytes_) return {};
+  if (host_ != nullptr) PHOTON_CUDA_TRY(cudaFreeHost(host_));
+  host_ = nullptr;
+  host_bytes_ = 0;
+  const size_t grown = std::max(bytes, size_t(64) << 10) * 3 / 2;
+  void* p = nullptr;
+  PHOTON_CUDA_TRY(cudaMallocHost(&p, grown));
+  host_ = static_cast<int32_t*>(p);
+  host_bytes_ = grown;
+  return {};
+}
+
+Status PlanStaging::ensure_device(Region& r, size_t bytes) {
+  if (bytes <= r.bytes) return {};
+  alloc_.release(r.device);
+  r = Region{};
+  const size_t grown = std::max(bytes, size_t(64) << 10) * 3 / 2;
+  PHOTON_ASSIGN_OR_RETURN(r.device, alloc_.allocate(grown));
+  r.bytes = grown;
+  return {};
+}
+
+Result<StepPlanView> PlanStaging::stage(const BatchPlan& plan) {
+  PHOTON_TRY(check_plan(plan));
+  const size_t T = plan.input_ids.size(), S = size_t(plan.num_seqs()), R = plan.logits_rows.size();
+  const size_t W = size_t(plan.max_blocks_per_seq);
+  // Offsets in ints: ids, positions, query_start, context_lens, block_tables, slot_mapping, logits_rows.
+  const size_t o_ids = 0, o_pos = align_ints(T), o_qs = o_pos + align_ints(T), o_ctx = o_qs + align_ints(S + 1),
+               o_bt = o_ctx + align_ints(S), o_slot = o_bt + align_ints(S * W), o_rows = o_slot + align_ints(T),
+               total = o_rows + align_ints(R);
+  PHOTON_TRY(ensure_host(total * 4));
+  auto put = [&](size_t off, const std::vector<int32_t>& v) {
+    if (!v.empty()) std::memcpy(host_ + off, v.data(), v.size() * 4);
+  };
+  put(o_ids, plan.input_ids);
+  put(o_pos, plan.positions);
+  put(o_qs, plan.query_start);
+  put(o_ctx, plan.context_lens);
+  put(o_bt, plan.block_tables);
+  put(o_slot, plan.slot_mapping);
+  put(o_rows, plan.logits_rows);
+  PHOTON_TRY(ensure_device(tight_, total * 4));
+  PHOTON_CUDA_TRY(cudaMemcpyAsync(tight_.device, host_, total * 4, cudaMemcpyHostToDevice, stream_));
+  PHOTON_CUDA_TRY(cudaEventRecord(copied_, stream_));
+
+  const int32_t* d = static_cast<const int32_t*>(tight_.device);
+  StepPlanView v;
+  v.num_tokens = int32_t(T);
+  v.num_seqs = int32_t(S);
+  v.num_logits = int32_t(R);
+  v.max_blocks_per_seq = int32_t(W);
+  for (size_t s = 0; s < S; ++s) {
+    v.max_query_len = std::max(v.max_query_len, plan.query_start[s + 1] - plan.query_start[s]);
+    v.max_context_len = std::max(v.max_context_len, plan.context_lens[s]);
+  }
+  v.input_ids = d + o_ids;
+  v.positions = d + o_pos;
+  v.query_start = d + o_qs;
+  v.context_lens = d + o_ctx;
+  v.block_tables = d + o_bt;
+  v.slot_mapping = d + o_slot;
+  v.logits_rows = d + o_rows;
+  record_ids(plan, info_);
+  info_.device_ids = v.input_ids;
+  info_.num_tokens = v.num_tokens;
+  info_.num_seqs = v.num_seqs;
+  info_.max_blocks_per_seq = v.max_blocks_per_seq;
+  info_.positions = host_ + o_pos;
+  info_.query_start = host_ + o_qs;
+  info_.context_lens = host_ + o_ctx;
+  info_.block_tables = host_ + o_bt;
+  info_.slot_mapping = host_ + o_slot;
+  checked_block_size_ = 0;
+  return v;
+}
+
+Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bucket, int32_t width) {
+  PHOTON_TRY(check_plan(plan));
+  const int32_t S = plan.num_seqs();
+  if (plan.num_tokens() != S || plan.num_logits() != S || S > bucket || plan.max_blocks_per_seq > width)
+    return fail(Errc::internal, "stage_plan: a padded plan must be decode-only and fit its bucket");
+  for (int32_t s = 0; s < S; ++s)
+    if (plan.logits_rows[size_t(s)] != s)
+      return fail(Errc::internal, "stage_plan: a padded plan must want the logits of every sequence in order");
+  if (bucket > graph_capacity_ || width > graph_width_) {
+    graph_capacity_ = std::max(graph_capacity_, bucket);
+    graph_width_ = std::max(graph_width_, width);
+    alloc_.release(graph_.device);
+    graph_ = Region{};
+    ++graph_epoch_;
+  }
+  const size_t C = size_t(graph_capacity_), B = size_t(bucket), Wd = size_t(width);
+  const size_t Wp = size_t(plan.max_blocks_per_seq);
+  // Fixed offsets for capacity C: ids, positions, context_lens, slot_mapping, logits_rows, query_start, block_tables.
+  const size_t o_ids = 0, o_pos = align_ints(C), o_ctx = o_pos + align_ints(C), o_slot = o_ctx + align_ints(C),
+               o_rows = o_slot + align_ints(C), o_qs = o_rows + align_ints(C), o_bt = o_qs + align_ints(C + 1);
+  const size_t capacity_ints = o_bt + C * size_t(graph_width_);
+  const size_t used_ints = o_bt + B * Wd;
+  PHOTON_TRY(ensure_host(capacity_ints * 4));
+  for (size_t i = 0; i < B; ++i) {
+    const bool real = i < size_t(S);
+    host_[o_ids + i] = real ? plan.input_ids[i] : 0;
+    host_[o_pos + i] = real ? plan.positions[i] : 0;
+    host_[o_ctx + i] = real ? plan.context_lens[i] : 0;
+    host_[o_slot + i] = real ? plan.slot_mapping[i] : -1;
+    host_[o_rows + i] = int32_t(i);
+    host_[o_qs + i] = int32_t(i);
+    int32_t* row = host_ + o_bt + i * Wd;
+    size_t b = 0;
+    if (real)
+      for (; b < Wp; ++b) row[b] = plan.block_tables[i * Wp + b];
+    for (; b < Wd; ++b) row[b] = -1;
+  }
+  host_[o_qs + B] = int32_t(B);
+  if (graph_.device == nullptr) {
+    PHOTON_ASSIGN_OR_RETURN(graph_.device, alloc_.allocate(capacity_ints * 4));
+    graph_.bytes = capacity_ints * 4;
+  }
+  PHOTON_CUDA_TRY(cudaMemcpyAsync(graph_.device, host_, used_ints * 4, cudaMemcpyHostToDevice, stream_));
+  PHOTON_CUDA_TRY(cudaEventRecord(copied_, stream_));
+
+  const int32_t* d = static_cast<const int32_t*>(graph_.device);
+  StepPlanView v;
+  v.num_tokens = bucket;
+  v.num_seqs = bucket;
+  v.num_logits = bucket;
+  v.max_blocks_per_seq = width;
+  v.max_query_len = 1;
+  for (int32_t c : plan.context_lens) v.max_context_len = std::max(v.max_context_len, c);
+  v.input_ids = d + o_ids;
+  v.positions = d + o_pos;
+  v.query_start = d + o_qs;
+  v.context_lens = d + o_ctx;
+  v.block_tables = d + o_bt;
+  v.slot_mapping = d + o_slot;
+  v.logits_rows = d + o_rows;
+  record_ids(plan, info_);
+  info_.device_ids = v.input_ids;
+  info_.num_tokens = bucket;
+  info_.num_seqs = bucket;
+  info_.max_blocks_per_seq = width;
+  info_.positions = host_ + o_pos;
+  info_.query_start = host_ + o_qs;
+  info_.context_lens = host_ + o_ctx;
+  info_.block_tables = host_ + o_bt;
+  info_.slot_mapping = host_ + o_slot;
+  checked_block_size_ = 0;
+  return v;
+}
+
+Status PlanStaging::check_cache(int32_t block_size, int64_t num_blocks) {
+  if (block_size == checked_block_size_ && num_blocks == checked_num_blocks_) return {};
+  const StagedPlanInfo& p = info_;
+  auto bad = [](const std::string& what) { return fail(Errc::out_of_range, "batch plan vs KV cache: " + what); };
+  const int64_t W = p.max_blocks_per_seq;
+  for (int32_t s = 0; s < p.num_seqs; ++s) {
+    const int64_t ctx = p.context_lens[s];
+    const int32_t* table = p.block_tables + s * W;
+    if (ctx < 0 || ctx > W * block_size)
+      return bad("context length " + std::to_string(ctx) + " of sequence " + std::to_string(s) +
+                 " beyond its block table of " + std::to_string(W) + " blocks");
+    for (int64_t b = 0; b * block_size < ctx; ++b)
+      if (table[b] < 0 || table[b] >= num_blocks)
+        return bad("block id " + std::to_string(table[b]) + " of sequence " + std::to_string(s) +
+                   " outside the cache's " + std::to_string(num_blocks) + " blocks");
+    for (int32_t t = p.query_start[s]; t < p.query_start[s + 1]; ++t) {
+      const int64_t pos = p.positions[t], slot = p.slot_mapping[t];
+      if (ctx == 0 && slot < 0) continue;  // batch padding: writes nothing, reads nothing
+      if (pos < 0 || pos >= ctx)
+        return bad("position " + std::to_string(pos) + " of token " + std::to_string(t) +
+                   " outside its sequence's context of " + std::to_string(ctx));
+      if (slot != int64_t(table[pos / block_size]) * block_size + pos % block_size)
+        return bad("slot " + std::to_string(slot) + " of token " + std::to_string(t) +
+                   " is not where its block table puts position " + std::to_string(pos));
+    }
+  }
+  checked_block_size_ = block_size;
+  checked_num_blocks_ = num_blocks;
+  return {};
+}
+
+}  // namespace photon::cuda

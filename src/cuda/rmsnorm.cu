@@ -1,0 +1,84 @@
+#include "cuda/common.cuh"
+#include "cuda/rmsnorm.cuh"
+
+namespace photon::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// One block per row. Pass 1 forms the (residual) sum and its sum of squares;
+// pass 2 re-reads what this same thread wrote or read and scales it, so out
+// may alias x or residual.
+template <int VEC, bool FUSED, class W>
+__global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormArgs a) {
+  __shared__ float scratch[32];
+  const int64_t base = int64_t(blockIdx.x) * a.hidden;
+  const bf16* x = a.x + base;
+  bf16* res = FUSED ? a.residual + base : nullptr;
+  bf16* out = a.out + base;
+  const W* w = static_cast<const W*>(a.weight);
+  const int H = a.hidden;
+
+  float ss = 0.f;
+  for (int i = threadIdx.x * VEC; i < H; i += kThreads * VEC) {
+    float v[VEC];
+    if constexpr (VEC == 8) load_bf16x8(x + i, v);
+    else v[0] = to_f32(x[i]);
+    if constexpr (FUSED) {
+      float r[VEC];
+      if constexpr (VEC == 8) load_bf16x8(res + i, r);
+      else r[0] = to_f32(res[i]);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[k] = to_f32(to_bf16(v[k] + r[k]));  // the stored residual's value
+      if constexpr (VEC == 8) store_bf16x8(res + i, v);
+      else res[i] = to_bf16(v[0]);
+    }
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) ss += v[k] * v[k];
+  }
+  const float inv = rsqrtf(block_sum<kThreads>(ss, scratch) / float(H) + a.eps);
+
+  const bf16* src = FUSED ? res : x;
+  for (int i = threadIdx.x * VEC; i < H; i += kThreads * VEC) {
+    float v[VEC], g[VEC];
+    if constexpr (VEC == 8) {
+      load_bf16x8(src + i, v);
+      load_x8(w + i, g);
+    } else {
+      v[0] = to_f32(src[i]);
+      g[0] = to_f32(w[i]);
+    }
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) v[k] = v[k] * inv * g[k];
+    if constexpr (VEC == 8) store_bf16x8(out + i, v);
+    else out[i] = to_bf16(v[0]);
+  }
+}
+
+template <int VEC, bool FUSED>
+void launch_typed(const RmsNormArgs& a, cudaStream_t stream) {
+  if (a.weight_f32) rmsnorm_kernel<VEC, FUSED, float><<<a.rows, kThreads, 0, stream>>>(a);
+  else rmsnorm_kernel<VEC, FUSED, bf16><<<a.rows, kThreads, 0, stream>>>(a);
+}
+
+}  // namespace
+
+Status launch_rmsnorm(const RmsNormArgs& a, cudaStream_t stream) {
+  if (a.rows < 0 || a.hidden <= 0) return bad_launch("rmsnorm", "needs rows >= 0 and H > 0");
+  if (a.rows == 0) return {};
+  const bool fused = a.residual != nullptr;
+  const bool vec = a.hidden % 8 == 0 && is_aligned(a.out, 16) && is_aligned(a.x, 16) &&
+                   is_aligned(a.weight, a.weight_f32 ? 32 : 16) && (!fused || is_aligned(a.residual, 16));
+  if (vec) {
+    if (fused) launch_typed<8, true>(a, stream);
+    else launch_typed<8, false>(a, stream);
+  } else {
+    if (fused) launch_typed<1, true>(a, stream);
+    else launch_typed<1, false>(a, stream);
+  }
+  PHOTON_CUDA_CHECK_LAUNCH();
+  return {};
+}
+
+}  // namespace photon::cuda

@@ -1,0 +1,88 @@
+#include "cuda/common.cuh"
+#include "cuda/rope_qkv.cuh"
+
+namespace photon::cuda {
+
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kMaxPairsPerLane = 4;  // hd <= 2 * 32 * 4 = 256
+
+// Block (token, group of kWarps heads), one warp per head (q heads, then k
+// heads, then v heads). Lane l owns the rotation pairs (p, p + hd/2) for
+// p = l, l + 32, ...
+template <class W>
+__global__ void __launch_bounds__(kWarps * 32) rope_qkv_kernel(RopeQkvArgs a) {
+  const int t = blockIdx.x;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int h = blockIdx.y * kWarps + warp;
+  const int hd = a.head_dim, half = hd / 2;
+  const int nq = a.num_q_heads, nkv = a.num_kv_heads;
+  const int heads = nq + 2 * nkv;
+  const float pos = float(a.positions[t]);
+  const int64_t slot = a.slot_mapping[t];
+  const bool write_kv = slot >= 0 && slot < a.num_slots;
+  const bf16* row = a.qkv + int64_t(t) * heads * hd;
+
+  if (h >= heads) return;
+  {
+    const bf16* src = row + int64_t(h) * hd;
+    const bool is_q = h < nq, is_k = !is_q && h < nq + nkv;
+    if (!is_q && !is_k) {  // v head: copy into the cache
+      if (!write_kv) return;
+      bf16* dst = a.v_cache + (slot * nkv + (h - nq - nkv)) * hd;
+      for (int i = lane; i < hd; i += 32) dst[i] = src[i];
+      return;
+    }
+    if (is_k && !write_kv) return;
+    float x1[kMaxPairsPerLane], x2[kMaxPairsPerLane];
+    float ss = 0.f;
+#pragma unroll
+    for (int i = 0; i < kMaxPairsPerLane; ++i) {
+      const int p = lane + 32 * i;
+      x1[i] = p < half ? to_f32(src[p]) : 0.f;
+      x2[i] = p < half ? to_f32(src[p + half]) : 0.f;
+      ss += x1[i] * x1[i] + x2[i] * x2[i];
+    }
+    const W* norm = static_cast<const W*>(is_q ? a.q_norm : a.k_norm);
+    if (norm != nullptr) {
+      const float inv = rsqrtf(warp_sum(ss) / float(hd) + a.eps);
+#pragma unroll
+      for (int i = 0; i < kMaxPairsPerLane; ++i) {
+        const int p = lane + 32 * i;
+        if (p < half) {
+          x1[i] *= inv * to_f32(norm[p]);
+          x2[i] *= inv * to_f32(norm[p + half]);
+        }
+      }
+    }
+    bf16* dst = is_q ? a.q_out + (int64_t(t) * nq + h) * hd : a.k_cache + (slot * nkv + (h - nq)) * hd;
+#pragma unroll
+    for (int i = 0; i < kMaxPairsPerLane; ++i) {
+      const int p = lane + 32 * i;
+      if (p < half) {
+        float s, c;
+        sincosf(pos * a.inv_freq[p], &s, &c);
+        dst[p] = to_bf16(x1[i] * c - x2[i] * s);
+        dst[p + half] = to_bf16(x2[i] * c + x1[i] * s);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status launch_rope_qkv(const RopeQkvArgs& a, cudaStream_t stream) {
+  if (a.head_dim <= 0 || a.head_dim % 2 != 0 || a.head_dim > 2 * 32 * kMaxPairsPerLane)
+    return bad_launch("rope_qkv", "head_dim must be even and at most 256");
+  if (a.num_q_heads <= 0 || a.num_kv_heads <= 0 || a.num_tokens < 0)
+    return bad_launch("rope_qkv", "needs nq > 0, nkv > 0, T >= 0");
+  if (a.num_tokens == 0) return {};
+  const dim3 grid(unsigned(a.num_tokens), unsigned(ceil_div(a.num_q_heads + 2 * a.num_kv_heads, kWarps)));
+  if (a.norm_f32) rope_qkv_kernel<float><<<grid, kWarps * 32, 0, stream>>>(a);
+  else rope_qkv_kernel<bf16><<<grid, kWarps * 32, 0, stream>>>(a);
+  PHOTON_CUDA_CHECK_LAUNCH();
+  return {};
+}
+
+}  // namespace photon::cuda

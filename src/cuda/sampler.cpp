@@ -1,0 +1,177 @@
+#include "cuda/sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace photon::cuda {
+
+namespace {
+
+size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+Unexpected bad_row(int32_t row, const std::string& what) {
+  return fail(Errc::invalid_argument, "sample: row " + std::to_string(row) + ": " + what);
+}
+
+// docs/sampling.md, section 0 (the host-side part).
+Status check_params(int32_t row, const SamplingParams& p, int32_t max_logprobs, int64_t V) {
+  if (!std::isfinite(p.temperature) || p.temperature < 0.f)
+    return bad_row(row, "temperature " + std::to_string(p.temperature) + " must be finite and >= 0");
+  if (p.top_k < 0) return bad_row(row, "top_k " + std::to_string(p.top_k) + " must be >= 0");
+  if (!(p.top_p > 0.f && p.top_p <= 1.f)) return bad_row(row, "top_p " + std::to_string(p.top_p) + " must be in (0, 1]");
+  if (!(p.min_p >= 0.f && p.min_p <= 1.f)) return bad_row(row, "min_p " + std::to_string(p.min_p) + " must be in [0, 1]");
+  if (!std::isfinite(p.repetition_penalty) || p.repetition_penalty <= 0.f)
+    return bad_row(row, "repetition_penalty " + std::to_string(p.repetition_penalty) + " must be finite and > 0");
+  if (!std::isfinite(p.presence_penalty)) return bad_row(row, "presence_penalty must be finite");
+  if (!std::isfinite(p.frequency_penalty)) return bad_row(row, "frequency_penalty must be finite");
+  if (p.num_logprobs < 0 || int64_t(p.num_logprobs) > std::min<int64_t>(max_logprobs, V))
+    return bad_row(row, "num_logprobs " + std::to_string(p.num_logprobs) + " must be in [0, min(max_logprobs = " +
+                            std::to_string(max_logprobs) + ", V = " + std::to_string(V) + ")]");
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Sampler>> Sampler::create(Backend& backend, int32_t compute_major, cudaStream_t stream) {
+  return std::unique_ptr<Sampler>(new Sampler(backend, compute_major, stream));
+}
+
+Sampler::~Sampler() {
+  if (host_up_ != nullptr) cudaFreeHost(host_up_);
+  if (host_down_ != nullptr) cudaFreeHost(host_down_);
+}
+
+Status Sampler::ensure(size_t up, size_t down, size_t hist) {
+  auto grow_host = [](void*& p, size_t& have, size_t need) -> Status {
+    if (need <= have) return {};
+    if (p != nullptr) PHOTON_CUDA_TRY(cudaFreeHost(p));
+    p = nullptr;
+    have = 0;
+    const size_t bytes = std::max(need * 3 / 2, size_t(4096));
+    PHOTON_CUDA_TRY(cudaMallocHost(&p, bytes));
+    have = bytes;
+    return {};
+  };
+  auto grow_dev = [this](Buffer& b, size_t need) -> Status {
+    if (need <= b.size()) return {};
+    b = Buffer();
+    PHOTON_ASSIGN_OR_RETURN(b, backend_.allocate(std::max(need * 3 / 2, size_t(4096))));
+    return {};
+  };
+  PHOTON_TRY(grow_host(host_up_, host_up_bytes_, up));
+  PHOTON_TRY(grow_host(host_down_, host_down_bytes_, down));
+  PHOTON_TRY(grow_dev(dev_up_, up));
+  PHOTON_TRY(grow_dev(dev_down_, down));
+  PHOTON_TRY(grow_dev(dev_hist_raw_, hist * sizeof(float)));
+  return {};
+}
+
+Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutput& out) {
+  const int32_t R = batch.num_rows;
+  if (logits.dtype != DType::f32 || logits.rank != 2 || logits.dim(0) != R || logits.dim(1) <= 0)
+    return fail(Errc::invalid_argument, "sample: logits must be f32 [R = " + std::to_string(R) + ", V]");
+  if (R < 0) return fail(Errc::invalid_argument, "sample: negative row count");
+  if (R == 0) return {};
+  const int64_t V = logits.dim(1);
+  if (V > std::numeric_limits<int32_t>::max()) return fail(Errc::invalid_argument, "sample: vocabulary too large");
+  if (logits.data == nullptr || batch.params == nullptr || batch.steps == nullptr || out.token_ids == nullptr)
+    return fail(Errc::invalid_argument, "sample: logits, params, steps and token_ids are required");
+  const int32_t maxlp = batch.max_logprobs;
+  if (maxlp < 0) return fail(Errc::invalid_argument, "sample: max_logprobs must be >= 0");
+  if (maxlp > 0 && (out.top_ids == nullptr || out.top_logprobs == nullptr))
+    return fail(Errc::invalid_argument, "sample: max_logprobs > 0 needs top_ids and top_logprobs");
+  for (int32_t r = 0; r < R; ++r) PHOTON_TRY(check_params(r, batch.params[r], maxlp, V));
+  const bool has_hist = batch.history_offsets != nullptr;
+  int64_t hist_total = 0;
+  if (has_hist) {
+    if (batch.history_offsets[0] != 0) return fail(Errc::invalid_argument, "sample: history_offsets must start at 0");
+    for (int32_t r = 0; r < R; ++r)
+      if (batch.history_offsets[r + 1] < batch.history_offsets[r])
+        return fail(Errc::invalid_argument, "sample: history_offsets decrease at row " + std::to_string(r));
+    hist_total = batch.history_offsets[R];
+    if (hist_total > 0 && (batch.history_tokens == nullptr || batch.history_output_counts == nullptr))
+      return fail(Errc::invalid_argument, "sample: history needs tokens and output counts");
+    for (int32_t r = 0; r < R; ++r)
+      for (int32_t j = batch.history_offsets[r]; j < batch.history_offsets[r + 1]; ++j)
+        if (batch.history_tokens[j] < 0 || batch.history_tokens[j] >= V)
+          return fail(Errc::out_of_range, "sample: row " + std::to_string(r) + ": history token " +
+                                              std::to_string(batch.history_tokens[j]) + " outside [0, " +
+                                              std::to_string(V) + ")");
+  }
+
+  // Upload: params [R], hist tokens [Hn], hist counts [Hn]. Download: ids, status, logprob, top ids, top logprobs.
+  const size_t o_params = 0, o_tok = align16(size_t(R) * sizeof(SampleRowParams)),
+               o_cnt = o_tok + align16(size_t(hist_total) * 4), up = o_cnt + align16(size_t(hist_total) * 4);
+  const size_t d_ids = 0, d_status = align16(size_t(R) * 4), d_lp = d_status + align16(size_t(R) * 4),
+               d_top_ids = d_lp + align16(size_t(R) * 4), d_top_lp = d_top_ids + align16(size_t(R) * size_t(maxlp) * 4),
+               down = d_top_lp + align16(size_t(R) * size_t(maxlp) * 4);
+  PHOTON_TRY(ensure(up, down, size_t(hist_total)));
+
+  auto* params = reinterpret_cast<SampleRowParams*>(static_cast<char*>(host_up_) + o_params);
+  for (int32_t r = 0; r < R; ++r) {
+    const SamplingParams& p = batch.params[r];
+    SampleRowParams& d = params[r];
+    d.temperature = p.temperature;
+    d.top_p = p.top_p;
+    d.min_p = p.min_p;
+    d.repetition_penalty = p.repetition_penalty;
+    d.presence_penalty = p.presence_penalty;
+    d.frequency_penalty = p.frequency_penalty;
+    d.top_k = p.top_k;
+    d.num_logprobs = p.num_logprobs;
+    d.seed = p.seed;
+    d.step = batch.steps[r];
+    d.hist_begin = has_hist ? batch.history_offsets[r] : 0;
+    d.hist_end = has_hist ? batch.history_offsets[r + 1] : 0;
+  }
+  if (hist_total > 0) {
+    std::memcpy(static_cast<char*>(host_up_) + o_tok, batch.history_tokens, size_t(hist_total) * 4);
+    std::memcpy(static_cast<char*>(host_up_) + o_cnt, batch.history_output_counts, size_t(hist_total) * 4);
+  }
+  PHOTON_CUDA_TRY(cudaMemcpyAsync(dev_up_.data(), host_up_, up, cudaMemcpyHostToDevice, stream_));
+
+  char* du = static_cast<char*>(dev_up_.data());
+  char* dd = static_cast<char*>(dev_down_.data());
+  SampleArgs a;
+  a.logits = logits.as<float>();
+  a.params = reinterpret_cast<const SampleRowParams*>(du + o_params);
+  a.hist_tokens = reinterpret_cast<const int32_t*>(du + o_tok);
+  a.hist_counts = reinterpret_cast<const int32_t*>(du + o_cnt);
+  a.hist_raw = static_cast<float*>(dev_hist_raw_.data());
+  a.out_ids = reinterpret_cast<int32_t*>(dd + d_ids);
+  a.out_status = reinterpret_cast<int32_t*>(dd + d_status);
+  a.out_logprob = out.logprobs != nullptr ? reinterpret_cast<float*>(dd + d_lp) : nullptr;
+  a.out_top_ids = reinterpret_cast<int32_t*>(dd + d_top_ids);
+  a.out_top_logprobs = reinterpret_cast<float*>(dd + d_top_lp);
+  a.num_rows = R;
+  a.vocab = int32_t(V);
+  a.max_logprobs = maxlp;
+  PHOTON_TRY(launch_sample(a, compute_major_, stream_));
+  PHOTON_CUDA_TRY(cudaMemcpyAsync(host_down_, dev_down_.data(), down, cudaMemcpyDeviceToHost, stream_));
+  PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
+
+  const char* hd = static_cast<const char*>(host_down_);
+  const auto* status = reinterpret_cast<const int32_t*>(hd + d_status);
+  for (int32_t r = 0; r < R; ++r) {
+    switch (status[r]) {
+      case kSampleOk: break;
+      case kSampleBadLogit: return bad_row(r, "a logit is NaN or +inf");
+      case kSampleAllMasked: return bad_row(r, "every logit is -inf");
+      case kSampleTempOverflow:
+        return bad_row(r, "logits / temperature " + std::to_string(batch.params[r].temperature) + " overflow fp32");
+      default: return fail(Errc::internal, "sample: row " + std::to_string(r) + ": unknown kernel status");
+    }
+  }
+  std::memcpy(out.token_ids, hd + d_ids, size_t(R) * 4);
+  if (out.logprobs != nullptr) std::memcpy(out.logprobs, hd + d_lp, size_t(R) * 4);
+  if (maxlp > 0) {
+    std::memcpy(out.top_ids, hd + d_top_ids, size_t(R) * size_t(maxlp) * 4);
+    std::memcpy(out.top_logprobs, hd + d_top_lp, size_t(R) * size_t(maxlp) * 4);
+  }
+  return {};
+}
+
+}  // namespace photon::cuda

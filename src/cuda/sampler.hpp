@@ -1,0 +1,47 @@
+// Sampler: the host side of GPU sampling (docs/sampling.md). Validates a
+// SampleBatch on the host, uploads the per-row parameters and penalty
+// history in one copy, runs the sampling kernel over the logits already on
+// the device, and brings back only the chosen ids, their logprobs and the
+// requested top-n (one copy, one wait).
+// Thread-compatibility: one thread at a time (the backend's).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/sampling.hpp"
+#include "cuda/cuda_status.hpp"
+#include "cuda/sampling.cuh"
+
+namespace photon::cuda {
+
+class Sampler {
+ public:
+  // Device memory comes from `backend` (which must outlive the Sampler).
+  // compute_major: the device's compute capability major (picks the kernel).
+  static Result<std::unique_ptr<Sampler>> create(Backend& backend, int32_t compute_major, cudaStream_t stream);
+  ~Sampler();
+  Sampler(const Sampler&) = delete;
+  Sampler& operator=(const Sampler&) = delete;
+
+  // Backend::sample: logits [R, V] f32 device memory (overwritten), outputs in host memory.
+  Status sample(Tensor logits, const SampleBatch& batch, const SampleOutput& out);
+
+ private:
+  Sampler(Backend& backend, int32_t compute_major, cudaStream_t stream)
+      : backend_(backend), compute_major_(compute_major), stream_(stream) {}
+  Status ensure(size_t upload_bytes, size_t download_bytes, size_t hist);
+
+  Backend& backend_;
+  int32_t compute_major_;
+  cudaStream_t stream_;
+  void* host_up_ = nullptr;    // pinned: params + history, uploaded
+  void* host_down_ = nullptr;  // pinned: results, downloaded
+  size_t host_up_bytes_ = 0, host_down_bytes_ = 0;
+  Buffer dev_up_, dev_down_, dev_hist_raw_;
+};
+
+}  // namespace photon::cuda

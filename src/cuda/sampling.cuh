@@ -1,0 +1,67 @@
+// GPU sampling, one thread-block cluster (or block) per logits row, exactly
+// as docs/sampling.md specifies: raw-logit logprobs (max, log-sum-exp, top-n), penalties in
+// place, greedy argmax, or temperature -> top-k -> top-p -> min-p -> one
+// Philox draw. The sorted order pi (z descending, ties to the lower id) is
+// never materialized: each prefix rule is found by a radix descent over the
+// 32-bit order key of z (four 8-bit digits, shared-memory histograms), with
+// ties broken by a radix select over ids. Sums over prefixes use 2^-40
+// fixed-point integers, so results do not depend on thread scheduling.
+// Bandwidth model: reads the row (V*4 bytes) once (cluster path: the passes
+// then run over registers; the block path re-reads it per pass, about 8
+// passes for temperature sampling, ~20 with top-k and top-p), writes
+// R*(2 + 2*max_logprobs)*4 bytes.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "cuda/cuda_status.hpp"
+
+namespace photon::cuda {
+
+// One row's parameters as the kernel reads them (validated on the host).
+struct SampleRowParams {
+  float temperature = 1.f;
+  float top_p = 1.f;
+  float min_p = 0.f;
+  float repetition_penalty = 1.f;
+  float presence_penalty = 0.f;
+  float frequency_penalty = 0.f;
+  int32_t top_k = 0;
+  int32_t num_logprobs = 0;
+  uint64_t seed = 0;
+  uint64_t step = 0;
+  int32_t hist_begin = 0;  // this row's history: hist_tokens[hist_begin .. hist_end)
+  int32_t hist_end = 0;
+};
+
+// Per-row outcome codes written to out_status.
+enum SampleStatus : int32_t {
+  kSampleOk = 0,
+  kSampleBadLogit = 1,       // a NaN or +inf logit
+  kSampleAllMasked = 2,      // every logit is -inf
+  kSampleTempOverflow = 3,   // logits / temperature overflow fp32
+};
+
+struct SampleArgs {
+  float* logits = nullptr;                  // [R, V] f32, overwritten (penalties, then z = l / temperature)
+  const SampleRowParams* params = nullptr;  // [R]
+  const int32_t* hist_tokens = nullptr;     // [Hn] distinct per row, each in [0, V)
+  const int32_t* hist_counts = nullptr;     // [Hn] occurrences among generated tokens
+  float* hist_raw = nullptr;                // [Hn] scratch: raw logits of history tokens
+  int32_t* out_ids = nullptr;               // [R]
+  float* out_logprob = nullptr;             // [R] raw-logit logprob of the chosen token
+  int32_t* out_top_ids = nullptr;           // [R, max_logprobs]
+  float* out_top_logprobs = nullptr;        // [R, max_logprobs]
+  int32_t* out_status = nullptr;            // [R] SampleStatus
+  int32_t num_rows = 0;                     // R
+  int32_t vocab = 0;                        // V
+  int32_t max_logprobs = 0;
+};
+
+// compute_major >= 9: a thread-block cluster per row holds the row in registers
+// (up to 16 blocks); otherwise one block per row reads it from global memory.
+Status launch_sample(const SampleArgs& a, int32_t compute_major, cudaStream_t stream);
+
+}  // namespace photon::cuda

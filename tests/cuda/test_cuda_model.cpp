@@ -1,0 +1,250 @@
+// End to end on the CUDA backend: the golden checkpoints' logits against
+// Hugging Face's float64 reference and against the CPU backend, chunked
+// prefill over the cached prefix, greedy continuations through GPU sampling
+// and CUDA-graph decode steps, and graph replay against eager steps.
+// The GPU-only fixtures (head dims 64 and 128, a 1500-token prompt) come from
+// PHOTON_GPU_FIXTURES (a copy of ../shared/data/golden).
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/safetensors.hpp"
+#include "cuda_test_util.hpp"
+#include "model/model.hpp"
+#include "support/test_data.hpp"
+
+using namespace photon;
+using namespace photon::test;
+
+namespace {
+
+// bf16 weights and activations against float64: the golden SOURCE.md expects
+// "about 1e-2" for a bf16 engine; errors compound over the layers, so 3e-2.
+constexpr double kGoldenTol = 3e-2;
+constexpr int32_t kBlockSize = 16;
+
+struct GoldenCase {
+  std::string name;
+  std::vector<int32_t> prompt;
+  std::vector<int32_t> greedy;
+  int32_t first = 0;  // first position whose logits are stored
+  std::vector<float> logits;  // [T - first, V]
+};
+
+std::vector<GoldenCase> read_cases(const std::string& dir) {
+  std::ifstream f(dir + "/reference.json");
+  REQUIRE(f.good());
+  const nlohmann::json j = nlohmann::json::parse(f);
+  auto ref = SafetensorsFile::open(dir + "/reference.safetensors");
+  REQUIRE(ref.has_value());
+  std::vector<GoldenCase> cases;
+  for (const auto& c : j.at("cases")) {
+    GoldenCase g;
+    g.name = c.at("name").get<std::string>();
+    g.prompt = c.at("prompt_ids").get<std::vector<int32_t>>();
+    g.greedy = c.at("greedy_ids").get<std::vector<int32_t>>();
+    g.first = c.value("logits_first_position", 0);
+    const SafetensorsTensor* t = ref->find(g.name + ".logits");
+    REQUIRE(t != nullptr);
+    REQUIRE(t->dtype == DType::f32);
+    g.logits.resize(size_t(t->numel()));
+    std::memcpy(g.logits.data(), t->data, t->nbytes);
+    cases.push_back(std::move(g));
+  }
+  return cases;
+}
+
+// One sequence driven step by step through Backend::run_step, as the engine
+// does. Constructing a Driver (re)initializes the model's KV cache.
+class Driver {
+ public:
+  Driver(Backend& b, Model& m, int32_t max_tokens, std::mt19937& rng) : b_(b), m_(m) {
+    const int32_t blocks = (max_tokens + kBlockSize - 1) / kBlockSize;
+    REQUIRE(m_.init_kv_cache(blocks + 3, kBlockSize).has_value());
+    table_.resize(size_t(blocks + 3));
+    std::iota(table_.begin(), table_.end(), 0);
+    std::shuffle(table_.begin(), table_.end(), rng);
+    table_.resize(size_t(blocks));
+  }
+
+  // Feeds ids[pos0 .. pos0 + n); returns the logits of the new positions >= first ([rows, V]).
+  std::vector<float> feed(const std::vector<int32_t>& ids, int32_t pos0, int32_t n, int32_t first) {
+    BatchPlan plan;
+    plan.add_sequence(ids.data() + pos0, n, pos0, table_.data(), int32_t(table_.size()), kBlockSize, false);
+    for (int32_t t = 0; t < n; ++t)
+      if (pos0 + t >= first) plan.logits_rows.push_back(t);
+    plan.finalize();
+    auto logits = b_.run_step(plan, [&](const StepPlanView& v) { return m_.forward(v); });
+    REQUIRE(logits.has_value());
+    last_ = *logits;
+    return download(b_, *logits);
+  }
+  // Greedy token of the last feed's last logits row (GPU sampling, temperature 0).
+  int32_t greedy() {
+    const int64_t R = last_.dim(0);
+    Tensor row = last_.rows(R - 1, 1);
+    SamplingParams p;
+    p.temperature = 0.f;
+    const uint64_t step = 0;
+    SampleBatch batch;
+    batch.num_rows = 1;
+    batch.params = &p;
+    batch.steps = &step;
+    int32_t id = -1;
+    float lp = 0;
+    SampleOutput out;
+    out.token_ids = &id;
+    out.logprobs = &lp;
+    REQUIRE(b_.sample(row, batch, out).has_value());
+    return id;
+  }
+
+ private:
+  Backend& b_;
+  Model& m_;
+  std::vector<int32_t> table_;
+  Tensor last_;
+};
+
+void check_golden_model(const std::string& dir, int32_t chunk) {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  auto gm = Model::load(dir, *gpu);
+  REQUIRE(gm.has_value());
+  auto cm = Model::load(dir, *cpu);
+  REQUIRE(cm.has_value());
+  const int32_t V = (*gm)->config().vocab_size;
+  std::mt19937 rng(21);
+  for (const GoldenCase& c : read_cases(dir)) {
+    const int32_t T = int32_t(c.prompt.size());
+    CAPTURE(dir, c.name, T);
+    const int32_t steps = int32_t(c.greedy.size());
+    // one-step prefill on both backends
+    Driver g(*gpu, **gm, T + steps, rng), k(*cpu, **cm, T + steps, rng);
+    const auto gl = g.feed(c.prompt, 0, T, c.first);
+    const auto cl = k.feed(c.prompt, 0, T, c.first);
+    REQUIRE(gl.size() == c.logits.size());
+    const double vs_hf = rel_error(gl, c.logits), vs_cpu = rel_error(gl, cl), cpu_vs_hf = rel_error(cl, c.logits);
+    std::printf("golden %s %s (T=%d): |gpu-hf|/|hf| = %.2e, |gpu-cpu|/|cpu| = %.2e, |cpu-hf|/|hf| = %.2e\n",
+                dir.substr(dir.find_last_of('/') + 1).c_str(), c.name.c_str(), T, vs_hf, vs_cpu, cpu_vs_hf);
+    CHECK(vs_hf < kGoldenTol);
+    CHECK(vs_cpu < kGoldenTol);
+
+    // Decode the golden continuation teacher-forced on both backends (GPU
+    // steps replay CUDA graphs): every step's logits stay within tolerance of
+    // the CPU's, the CPU's argmax is HF's greedy id, and the GPU sampler's
+    // greedy pick is HF's id wherever the CPU margin exceeds twice the row's
+    // largest GPU-CPU logit difference (no bf16 error could flip it there).
+    std::vector<int32_t> ids = c.prompt;
+    int32_t checked = 0;
+    for (int32_t s = 0; s < steps; ++s) {
+      std::vector<float> grow, crow;
+      if (s == 0) {
+        grow.assign(gl.end() - V, gl.end());
+        crow.assign(cl.end() - V, cl.end());
+      } else {
+        grow = g.feed(ids, int32_t(ids.size()) - 1, 1, 0);
+        crow = k.feed(ids, int32_t(ids.size()) - 1, 1, 0);
+      }
+      REQUIRE(grow.size() == size_t(V));
+      CHECK(rel_error(grow, crow) < kGoldenTol);
+      std::vector<int32_t> order(static_cast<size_t>(V));
+      std::iota(order.begin(), order.end(), 0);
+      std::partial_sort(order.begin(), order.begin() + 2, order.end(),
+                        [&](int32_t x, int32_t y) { return crow[size_t(x)] > crow[size_t(y)]; });
+      CHECK(order[0] == c.greedy[size_t(s)]);
+      double max_diff = 0;
+      for (int32_t i = 0; i < V; ++i) max_diff = std::max(max_diff, std::fabs(double(grow[size_t(i)]) - crow[size_t(i)]));
+      const int32_t pick = g.greedy();
+      CHECK(pick == int32_t(std::max_element(grow.begin(), grow.end()) - grow.begin()));  // the sampler's argmax
+      if (crow[size_t(order[0])] - crow[size_t(order[1])] > 2 * max_diff) {
+        CHECK(pick == c.greedy[size_t(s)]);
+        ++checked;
+      }
+      ids.push_back(c.greedy[size_t(s)]);
+    }
+    std::printf("  greedy: GPU pick checked against HF at %d of %d steps (the others are within bf16 error)\n",
+                checked, steps);
+
+    // chunked prefill over the cached prefix gives the same logits (after the
+    // decode above: this driver re-initializes the model's KV cache)
+    Driver gc(*gpu, **gm, T + steps, rng);
+    std::vector<float> chunked;
+    for (int32_t p = 0; p < T; p += chunk) {
+      const auto part = gc.feed(c.prompt, p, std::min(chunk, T - p), c.first);
+      chunked.insert(chunked.end(), part.begin(), part.end());
+    }
+    CHECK(rel_error(chunked, gl) < kAttentionTol);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda golden llama3-tiny: logits, chunked prefill, greedy decode", "[cuda]") {
+  check_golden_model(golden_dir("llama3-tiny"), 13);
+}
+
+TEST_CASE("cuda golden qwen3-tiny: logits, chunked prefill, greedy decode", "[cuda]") {
+  check_golden_model(golden_dir("qwen3-tiny"), 13);
+}
+
+TEST_CASE("cuda GPU goldens: head dims 64 and 128, a 1500-token prompt", "[cuda]") {
+  const std::string fixtures = gpu_fixtures_dir();
+  if (fixtures.empty()) FAIL("set PHOTON_GPU_FIXTURES to a copy of ../shared/data/golden (llama3-small-hd64, qwen3-small-hd128)");
+  check_golden_model(fixtures + "/llama3-small-hd64", 256);
+  check_golden_model(fixtures + "/qwen3-small-hd128", 256);
+}
+
+TEST_CASE("cuda graph replay gives the logits of eager decode steps", "[cuda]") {
+  auto graphed = cuda_backend();
+  auto eager = cuda_backend(CudaBackendOptions{.cuda_graphs = false});
+  const std::string dir = golden_dir("qwen3-tiny");
+  auto gm = Model::load(dir, *graphed);
+  auto em = Model::load(dir, *eager);
+  REQUIRE(gm.has_value());
+  REQUIRE(em.has_value());
+  std::mt19937 rng(22);
+  for (int32_t S : {1, 3, 5}) {  // buckets 1, 4 (padded), 8 (padded)
+    CAPTURE(S);
+    const int32_t blocks_per_seq = 4, num_blocks = S * blocks_per_seq;
+    REQUIRE((*gm)->init_kv_cache(num_blocks, kBlockSize).has_value());
+    REQUIRE((*em)->init_kv_cache(num_blocks, kBlockSize).has_value());
+    std::vector<std::vector<int32_t>> ids(static_cast<size_t>(S));
+    std::uniform_int_distribution<int32_t> tok(0, 1000);
+    for (auto& v : ids)
+      for (int i = 0; i < 5 + S; ++i) v.push_back(tok(rng));
+    for (int32_t step = 0; step < 12; ++step) {
+      BatchPlan plan;
+      for (int32_t s = 0; s < S; ++s) {
+        std::vector<int32_t> table(static_cast<size_t>(blocks_per_seq));
+        std::iota(table.begin(), table.end(), s * blocks_per_seq);
+        const auto& v = ids[size_t(s)];
+        const int32_t n = step == 0 ? int32_t(v.size()) : 1;  // prefill, then decode
+        plan.add_sequence(v.data() + v.size() - size_t(n), n, int32_t(v.size()) - n, table.data(), blocks_per_seq,
+                          kBlockSize, true);
+      }
+      plan.finalize();
+      auto fg = graphed->run_step(plan, [&](const StepPlanView& v) { return (*gm)->forward(v); });
+      auto fe = eager->run_step(plan, [&](const StepPlanView& v) { return (*em)->forward(v); });
+      REQUIRE(fg.has_value());
+      REQUIRE(fe.has_value());
+      REQUIRE(fg->dim(0) == S);
+      const auto lg = download(*graphed, *fg), le = download(*eager, *fe);
+      CHECK(rel_error(lg, le) < 1e-3);  // padding may change the cuBLAS algorithm, nothing else
+      const int32_t V = int32_t(fg->dim(1));
+      for (int32_t s = 0; s < S; ++s) {
+        const auto row = le.begin() + ptrdiff_t(s) * V;
+        ids[size_t(s)].push_back(int32_t(std::max_element(row, row + V) - row));
+      }
+    }
+  }
+}

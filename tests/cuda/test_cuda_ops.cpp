@@ -1,0 +1,348 @@
+// Every CUDA op against the CPU backend on fresh random inputs, with
+// poisoned outputs, ragged shapes and sizes that are not multiples of 32.
+// Tolerances: see cuda_test_util.hpp.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "cuda_test_util.hpp"
+
+using namespace photon;
+using namespace photon::test;
+
+namespace {
+
+Weight weight_of(const DeviceTensor& d) {
+  Weight w;
+  w.w = d.t;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("cuda embed gathers table rows exactly", "[cuda]") {
+  auto gpu = cuda_backend();
+  std::mt19937 rng(11);
+  for (int64_t H : {72, 2048, 100}) {
+    const int64_t V = 1000;
+    const std::vector<float> table = bf16_rounded(random_vec(rng, size_t(V * H)));
+    DeviceTensor t = upload(*gpu, table, DType::bf16, {V, H});
+    BatchPlan plan = scattered_plan({{40, 40}, {7, 1}, {19, 3}}, 16, 31, rng, int32_t(V));
+    auto view = gpu->stage_plan(plan);
+    REQUIRE(view.has_value());
+    const int64_t T = plan.num_tokens();
+    DeviceTensor out = poisoned(*gpu, DType::bf16, {T, H});
+    REQUIRE(gpu->embed(out.t, weight_of(t), *view).has_value());
+    const std::vector<float> got = download(*gpu, out.t);
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t h = 0; h < H; ++h)
+        REQUIRE(got[size_t(i * H + h)] == table[size_t(plan.input_ids[size_t(i)] * H + h)]);
+  }
+}
+
+TEST_CASE("cuda embed rejects token ids outside the table", "[cuda]") {
+  auto gpu = cuda_backend();
+  std::mt19937 rng(12);
+  DeviceTensor t = upload(*gpu, random_vec(rng, 10 * 64), DType::bf16, {10, 64});
+  BatchPlan plan = scattered_plan({{3, 3}}, 16, 4, rng, 10);
+  plan.input_ids[1] = 10;
+  auto view = gpu->stage_plan(plan);
+  REQUIRE(view.has_value());
+  DeviceTensor out = poisoned(*gpu, DType::bf16, {3, 64});
+  auto r = gpu->embed(out.t, weight_of(t), *view);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == Errc::out_of_range);
+}
+
+TEST_CASE("cuda rmsnorm and add_rmsnorm match the CPU", "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(13);
+  for (DType wdt : {DType::bf16, DType::f32}) {
+    for (int64_t H : {64, 72, 2048, 100}) {
+      const int64_t rows = 37;
+      const float eps = 1e-5f;
+      const auto x = bf16_rounded(random_vec(rng, size_t(rows * H), -2.f, 2.f));
+      const auto res = bf16_rounded(random_vec(rng, size_t(rows * H), -2.f, 2.f));
+      const auto w = bf16_rounded(random_vec(rng, size_t(H), 0.5f, 1.5f));
+      CAPTURE(H, dtype_name(wdt));
+
+      // plain, out distinct from x, then in place
+      DeviceTensor gx = upload(*gpu, x, DType::bf16, {rows, H});
+      DeviceTensor gw = upload(*gpu, w, wdt, {H});
+      DeviceTensor gout = poisoned(*gpu, DType::bf16, {rows, H});
+      DeviceTensor cx = upload(*cpu, x, DType::f32, {rows, H});
+      DeviceTensor cw = upload(*cpu, w, DType::f32, {H});
+      DeviceTensor cout = poisoned(*cpu, DType::f32, {rows, H});
+      REQUIRE(gpu->rmsnorm(gout.t, gx.t, gw.t, eps).has_value());
+      REQUIRE(cpu->rmsnorm(cout.t, cx.t, cw.t, eps).has_value());
+      const auto ref = download(*cpu, cout.t);
+      CHECK(rel_error(download(*gpu, gout.t), ref) < kBf16OutputTol);
+      REQUIRE(gpu->rmsnorm(gx.t, gx.t, gw.t, eps).has_value());
+      CHECK(rel_error(download(*gpu, gx.t), ref) < kBf16OutputTol);
+
+      // fused residual add
+      DeviceTensor gx2 = upload(*gpu, x, DType::bf16, {rows, H});
+      DeviceTensor gres = upload(*gpu, res, DType::bf16, {rows, H});
+      DeviceTensor gout2 = poisoned(*gpu, DType::bf16, {rows, H});
+      DeviceTensor cres = upload(*cpu, res, DType::f32, {rows, H});
+      DeviceTensor cx2 = upload(*cpu, x, DType::f32, {rows, H});
+      DeviceTensor cout2 = poisoned(*cpu, DType::f32, {rows, H});
+      REQUIRE(gpu->add_rmsnorm(gres.t, gx2.t, gw.t, eps, gout2.t).has_value());
+      REQUIRE(cpu->add_rmsnorm(cres.t, cx2.t, cw.t, eps, cout2.t).has_value());
+      CHECK(rel_error(download(*gpu, gres.t), download(*cpu, cres.t)) < kBf16OutputTol);
+      CHECK(rel_error(download(*gpu, gout2.t), download(*cpu, cout2.t)) < kBf16OutputTol);
+    }
+  }
+}
+
+TEST_CASE("cuda silu_mul and gather_logit_rows match the CPU", "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(14);
+  for (int64_t I : {192, 8192, 100}) {
+    const int64_t T = 13;
+    const auto gu = bf16_rounded(random_vec(rng, size_t(T * 2 * I), -4.f, 4.f));
+    DeviceTensor g = upload(*gpu, gu, DType::bf16, {T, 2 * I});
+    DeviceTensor c = upload(*cpu, gu, DType::f32, {T, 2 * I});
+    DeviceTensor gout = poisoned(*gpu, DType::bf16, {T, I});
+    DeviceTensor cout = poisoned(*cpu, DType::f32, {T, I});
+    REQUIRE(gpu->silu_mul(gout.t, g.t).has_value());
+    REQUIRE(cpu->silu_mul(cout.t, c.t).has_value());
+    CAPTURE(I);
+    CHECK(rel_error(download(*gpu, gout.t), download(*cpu, cout.t)) < kBf16OutputTol);
+  }
+  for (int64_t H : {64, 2050}) {
+    BatchPlan plan = scattered_plan({{20, 20}, {5, 1}, {9, 9}}, 16, 8, rng);
+    plan.logits_rows = {28, 0, 19, 20};
+    const int64_t T = plan.num_tokens(), R = plan.num_logits();
+    const auto x = bf16_rounded(random_vec(rng, size_t(T * H)));
+    DeviceTensor gx = upload(*gpu, x, DType::bf16, {T, H});
+    DeviceTensor gout = poisoned(*gpu, DType::bf16, {R, H});
+    auto view = gpu->stage_plan(plan);
+    REQUIRE(view.has_value());
+    REQUIRE(gpu->gather_logit_rows(gout.t, gx.t, *view).has_value());
+    const auto got = download(*gpu, gout.t);
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t h = 0; h < H; ++h)
+        REQUIRE(got[size_t(r * H + h)] == x[size_t(plan.logits_rows[size_t(r)] * H + h)]);
+  }
+}
+
+TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs", "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(15);
+  struct Shape {
+    int64_t M, N, K;
+  };
+  // M = 1 with K % 8 == 0 runs the GEMV kernel (one K-split variant per N range); the rest cuBLASLt.
+  for (Shape s : {Shape{1, 2048, 2048}, Shape{1, 1000, 72}, Shape{1, 8192, 2048}, Shape{1, 517, 8200},
+                  Shape{1, 5000, 4096}, Shape{1, 100, 36}, Shape{3, 1000, 72}, Shape{7, 3072, 2048},
+                  Shape{33, 1000, 72}, Shape{128, 512, 384}, Shape{300, 1536, 64}}) {
+    const auto x = bf16_rounded(random_vec(rng, size_t(s.M * s.K)));
+    const auto w = bf16_rounded(random_vec(rng, size_t(s.N * s.K)));
+    DeviceTensor gx = upload(*gpu, x, DType::bf16, {s.M, s.K});
+    DeviceTensor gw = upload(*gpu, w, DType::bf16, {s.N, s.K});
+    DeviceTensor cx = upload(*cpu, x, DType::f32, {s.M, s.K});
+    DeviceTensor cw = upload(*cpu, w, DType::bf16, {s.N, s.K});
+    DeviceTensor cout = poisoned(*cpu, DType::f32, {s.M, s.N});
+    REQUIRE(cpu->matmul(cout.t, cx.t, weight_of(cw)).has_value());
+    const auto ref = download(*cpu, cout.t);
+    CAPTURE(s.M, s.N, s.K);
+    DeviceTensor g16 = poisoned(*gpu, DType::bf16, {s.M, s.N});
+    REQUIRE(gpu->matmul(g16.t, gx.t, weight_of(gw)).has_value());
+    CHECK(rel_error(download(*gpu, g16.t), ref) < kBf16OutputTol);
+    DeviceTensor g32 = poisoned(*gpu, DType::f32, {s.M, s.N});
+    REQUIRE(gpu->matmul(g32.t, gx.t, weight_of(gw)).has_value());
+    CHECK(rel_error(download(*gpu, g32.t), ref) < kF32MatmulTol);
+  }
+}
+
+namespace {
+
+std::vector<float> inv_freq_of(int64_t hd, double theta) {
+  std::vector<float> f(size_t(hd / 2));
+  for (int64_t i = 0; i < hd / 2; ++i) f[size_t(i)] = float(std::pow(theta, -2.0 * double(i) / double(hd)));
+  return f;
+}
+
+struct Geometry {
+  int64_t hd, nkv, group;
+};
+
+}  // namespace
+
+TEST_CASE("cuda rope_qkv matches the CPU and writes exactly the planned cache slots", "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(16);
+  for (bool qk_norm : {false, true}) {
+    for (Geometry g : {Geometry{64, 2, 4}, Geometry{128, 1, 8}, Geometry{128, 4, 1}, Geometry{16, 2, 2}}) {
+      const int64_t nq = g.nkv * g.group, hd = g.hd, bs = 16, num_blocks = 41;
+      BatchPlan plan = scattered_plan({{37, 37}, {300, 45}, {1, 1}, {129, 1}}, int32_t(bs), int32_t(num_blocks), rng);
+      const int64_t T = plan.num_tokens();
+      const auto qkv = bf16_rounded(random_vec(rng, size_t(T * (nq + 2 * g.nkv) * hd), -3.f, 3.f));
+      const auto freq = inv_freq_of(hd, 500000.0);
+      const auto qn = bf16_rounded(random_vec(rng, size_t(hd), 0.5f, 1.5f));
+      const auto kn = bf16_rounded(random_vec(rng, size_t(hd), 0.5f, 1.5f));
+      const int64_t cache_elems = num_blocks * bs * g.nkv * hd;
+      CAPTURE(qk_norm, hd, g.nkv, g.group);
+
+      DeviceTensor gqkv = upload(*gpu, qkv, DType::bf16, {T, (nq + 2 * g.nkv) * hd});
+      DeviceTensor gfreq = upload(*gpu, freq, DType::f32, {hd / 2});
+      DeviceTensor gqn = upload(*gpu, qn, DType::bf16, {hd});
+      DeviceTensor gkn = upload(*gpu, kn, DType::bf16, {hd});
+      DeviceTensor gq = poisoned(*gpu, DType::bf16, {T, nq, hd});
+      DeviceTensor gk = poisoned(*gpu, DType::bf16, {num_blocks, bs, g.nkv, hd});
+      DeviceTensor gv = poisoned(*gpu, DType::bf16, {num_blocks, bs, g.nkv, hd});
+      DeviceTensor cqkv = upload(*cpu, qkv, DType::f32, {T, (nq + 2 * g.nkv) * hd});
+      DeviceTensor cfreq = upload(*cpu, freq, DType::f32, {hd / 2});
+      DeviceTensor cqn = upload(*cpu, qn, DType::f32, {hd});
+      DeviceTensor ckn = upload(*cpu, kn, DType::f32, {hd});
+      DeviceTensor cq = poisoned(*cpu, DType::f32, {T, nq, hd});
+      DeviceTensor ck = upload(*cpu, std::vector<float>(size_t(cache_elems), 0.f), DType::f32, {num_blocks, bs, g.nkv, hd});
+      DeviceTensor cv = upload(*cpu, std::vector<float>(size_t(cache_elems), 0.f), DType::f32, {num_blocks, bs, g.nkv, hd});
+
+      auto gview = gpu->stage_plan(plan);
+      auto cview = cpu->stage_plan(plan);
+      REQUIRE(gview.has_value());
+      REQUIRE(cview.has_value());
+      const Tensor none;
+      REQUIRE(gpu->rope_qkv(gq.t, gqkv.t, *gview, gfreq.t, qk_norm ? gqn.t : none, qk_norm ? gkn.t : none, 1e-6f,
+                            KvLayer{gk.t, gv.t})
+                  .has_value());
+      REQUIRE(cpu->rope_qkv(cq.t, cqkv.t, *cview, cfreq.t, qk_norm ? cqn.t : none, qk_norm ? ckn.t : none, 1e-6f,
+                            KvLayer{ck.t, cv.t})
+                  .has_value());
+      CHECK(rel_error(download(*gpu, gq.t), download(*cpu, cq.t)) < kBf16OutputTol);
+
+      // Written slots agree with the CPU; every other slot still holds the poison.
+      const auto gk_all = download(*gpu, gk.t), gv_all = download(*gpu, gv.t);
+      const auto ck_all = download(*cpu, ck.t), cv_all = download(*cpu, cv.t);
+      std::vector<bool> written(size_t(num_blocks * bs), false);
+      for (int32_t slot : plan.slot_mapping) written[size_t(slot)] = true;
+      std::vector<float> gk_w, ck_w, gv_w, cv_w;
+      const int64_t row = g.nkv * hd;
+      for (int64_t slot = 0; slot < num_blocks * bs; ++slot) {
+        for (int64_t e = 0; e < row; ++e) {
+          const size_t i = size_t(slot * row + e);
+          if (written[size_t(slot)]) {
+            gk_w.push_back(gk_all[i]);
+            ck_w.push_back(ck_all[i]);
+            gv_w.push_back(gv_all[i]);
+            cv_w.push_back(cv_all[i]);
+          } else {
+            REQUIRE(std::isnan(gk_all[i]));
+            REQUIRE(std::isnan(gv_all[i]));
+          }
+        }
+      }
+      CHECK(rel_error(gk_w, ck_w) < kBf16OutputTol);
+      CHECK(rel_error(gv_w, cv_w) == 0.0);  // V is copied, not computed
+    }
+  }
+}
+
+namespace {
+
+// Attention over random bf16 K/V filling the whole cache (both backends see the same values).
+void check_attention(Backend& gpu, Backend& cpu, const std::vector<SeqSpec>& seqs, Geometry g, int64_t bs,
+                     int64_t num_blocks, std::mt19937& rng) {
+  const int64_t nq = g.nkv * g.group, hd = g.hd;
+  BatchPlan plan = scattered_plan(seqs, int32_t(bs), int32_t(num_blocks), rng);
+  const int64_t T = plan.num_tokens();
+  const int64_t cache_elems = num_blocks * bs * g.nkv * hd;
+  const auto k = bf16_rounded(random_vec(rng, size_t(cache_elems), -2.f, 2.f));
+  const auto v = bf16_rounded(random_vec(rng, size_t(cache_elems), -2.f, 2.f));
+  const auto q = bf16_rounded(random_vec(rng, size_t(T * nq * hd), -2.f, 2.f));
+  const float scale = float(1.0 / std::sqrt(double(hd)));
+  DeviceTensor gk = upload(gpu, k, DType::bf16, {num_blocks, bs, g.nkv, hd});
+  DeviceTensor gv = upload(gpu, v, DType::bf16, {num_blocks, bs, g.nkv, hd});
+  DeviceTensor gq = upload(gpu, q, DType::bf16, {T, nq, hd});
+  DeviceTensor gout = poisoned(gpu, DType::bf16, {T, nq, hd});
+  DeviceTensor ck = upload(cpu, k, DType::f32, {num_blocks, bs, g.nkv, hd});
+  DeviceTensor cv = upload(cpu, v, DType::f32, {num_blocks, bs, g.nkv, hd});
+  DeviceTensor cq = upload(cpu, q, DType::f32, {T, nq, hd});
+  DeviceTensor cout = poisoned(cpu, DType::f32, {T, nq, hd});
+  auto gview = gpu.stage_plan(plan);
+  auto cview = cpu.stage_plan(plan);
+  REQUIRE(gview.has_value());
+  REQUIRE(cview.has_value());
+  REQUIRE(gpu.attention(gout.t, gq.t, KvLayer{gk.t, gv.t}, *gview, scale).has_value());
+  REQUIRE(cpu.attention(cout.t, cq.t, KvLayer{ck.t, cv.t}, *cview, scale).has_value());
+  CHECK(rel_error(download(gpu, gout.t), download(cpu, cout.t)) < kAttentionTol);
+}
+
+}  // namespace
+
+TEST_CASE("cuda paged decode attention matches the CPU (GQA, splits, ragged contexts)", "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(17);
+  for (Geometry g : {Geometry{64, 8, 1}, Geometry{64, 2, 4}, Geometry{128, 8, 4}, Geometry{128, 1, 8},
+                     Geometry{128, 2, 16}, Geometry{32, 2, 2}, Geometry{16, 2, 2}, Geometry{256, 1, 2}}) {
+    CAPTURE(g.hd, g.nkv, g.group);
+    // few sequences: the context is split across blocks and combined
+    check_attention(*gpu, *cpu, {{1, 1}, {17, 1}, {300, 1}, {2100, 1}, {5, 1}}, g, 16, 163, rng);
+    // many sequences: one split each
+    std::vector<SeqSpec> many;
+    for (int i = 0; i < 40; ++i) many.push_back({1 + (i * 37) % 250, 1});
+    check_attention(*gpu, *cpu, many, g, 16, 701, rng);
+  }
+  // a block size that is not a power of two, and an odd block count
+  check_attention(*gpu, *cpu, {{33, 1}, {70, 1}, {7, 1}}, Geometry{64, 2, 4}, 5, 37, rng);
+}
+
+TEST_CASE("cuda prefill attention matches the CPU (chunks over cached prefixes, mixed decodes)", "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(18);
+  for (Geometry g : {Geometry{64, 8, 1}, Geometry{64, 2, 4}, Geometry{128, 8, 4}, Geometry{128, 1, 8},
+                     Geometry{128, 2, 16}, Geometry{32, 2, 2}, Geometry{16, 2, 2}, Geometry{256, 1, 2}}) {
+    CAPTURE(g.hd, g.nkv, g.group);
+    // fresh prompts, a chunk over a cached prefix, and decode tokens in the same step
+    check_attention(*gpu, *cpu, {{37, 37}, {300, 45}, {1, 1}, {129, 129}, {900, 1}, {65, 64}}, g, 16, 101, rng);
+  }
+  check_attention(*gpu, *cpu, {{33, 10}, {70, 70}, {7, 1}}, Geometry{64, 2, 4}, 5, 37, rng);
+  check_attention(*gpu, *cpu, {{1500, 1500}}, Geometry{128, 1, 4}, 16, 95, rng);
+}
+
+TEST_CASE("cuda ops reject mismatched tensors with an error", "[cuda]") {
+  auto gpu = cuda_backend();
+  std::mt19937 rng(19);
+  DeviceTensor x = upload(*gpu, random_vec(rng, 4 * 64), DType::bf16, {4, 64});
+  DeviceTensor w32 = upload(*gpu, random_vec(rng, 64), DType::f32, {64});
+  DeviceTensor out = poisoned(*gpu, DType::f32, {4, 64});
+  auto r = gpu->rmsnorm(out.t, x.t, w32.t, 1e-5f);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == Errc::shape_mismatch);
+  DeviceTensor wmat = upload(*gpu, random_vec(rng, 10 * 60), DType::bf16, {10, 60});
+  DeviceTensor mout = poisoned(*gpu, DType::bf16, {4, 10});
+  Weight W;
+  W.w = wmat.t;
+  auto m = gpu->matmul(mout.t, x.t, W);
+  REQUIRE_FALSE(m.has_value());
+  CHECK(m.error().code == Errc::shape_mismatch);
+  // an op given a plan view that is not the last staged one
+  BatchPlan p1 = scattered_plan({{3, 3}}, 16, 4, rng, 10), p2 = scattered_plan({{5, 5}}, 16, 4, rng, 10);
+  auto v1 = gpu->stage_plan(p1);
+  REQUIRE(v1.has_value());
+  REQUIRE(gpu->stage_plan(p2).has_value());
+  DeviceTensor table = upload(*gpu, random_vec(rng, 10 * 64), DType::bf16, {10, 64});
+  DeviceTensor eout = poisoned(*gpu, DType::bf16, {3, 64});
+  Weight T;
+  T.w = table.t;
+  auto e = gpu->embed(eout.t, T, *v1);
+  REQUIRE_FALSE(e.has_value());
+  CHECK(e.error().code == Errc::invalid_state);
+}
+
+TEST_CASE("make_cuda_backend reports a missing device as an error", "[cuda]") {
+  auto b = make_cuda_backend(CudaBackendOptions{.device = 1000});
+  REQUIRE_FALSE(b.has_value());
+  CHECK(b.error().code == Errc::invalid_argument);
+  CHECK(b.error().message.find("1000") != std::string::npos);
+}

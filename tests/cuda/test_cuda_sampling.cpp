@@ -1,0 +1,190 @@
+// GPU sampling against the CPU sampler (docs/sampling.md): the same tokens
+// for the same (logits, params, seed, step), the same logprobs, the same
+// errors; and the draw's distribution by chi-square.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "cuda_test_util.hpp"
+
+using namespace photon;
+using namespace photon::test;
+
+namespace {
+
+struct SampleRun {
+  std::vector<int32_t> ids;
+  std::vector<float> logprobs;
+  std::vector<int32_t> top_ids;
+  std::vector<float> top_logprobs;
+};
+
+struct History {
+  std::vector<int32_t> offsets, tokens, counts;
+};
+
+Result<void> run_sampler(Backend& b, const std::vector<float>& logits, int64_t R, int64_t V,
+                         const std::vector<SamplingParams>& params, const std::vector<uint64_t>& steps,
+                         const History* hist, int32_t max_logprobs, SampleRun& out) {
+  DeviceTensor l = upload(b, logits, DType::f32, {R, V});
+  SampleBatch batch;
+  batch.num_rows = int32_t(R);
+  batch.params = params.data();
+  batch.steps = steps.data();
+  if (hist != nullptr) {
+    batch.history_offsets = hist->offsets.data();
+    batch.history_tokens = hist->tokens.data();
+    batch.history_output_counts = hist->counts.data();
+  }
+  batch.max_logprobs = max_logprobs;
+  out.ids.assign(size_t(R), -7);
+  out.logprobs.assign(size_t(R), 0.f);
+  out.top_ids.assign(size_t(R * max_logprobs), -7);
+  out.top_logprobs.assign(size_t(R * max_logprobs), 0.f);
+  SampleOutput o;
+  o.token_ids = out.ids.data();
+  o.logprobs = out.logprobs.data();
+  o.top_ids = max_logprobs > 0 ? out.top_ids.data() : nullptr;
+  o.top_logprobs = max_logprobs > 0 ? out.top_logprobs.data() : nullptr;
+  return b.sample(l.t, batch, o);
+}
+
+// Logits shaped like a model's: a few large values over a broad base, some ties and masked entries.
+std::vector<float> model_like_logits(std::mt19937& rng, int64_t R, int64_t V) {
+  std::normal_distribution<float> base(0.f, 2.f);
+  std::vector<float> l(size_t(R * V));
+  for (float& x : l) x = base(rng);
+  std::uniform_int_distribution<int64_t> pick(0, V - 1);
+  for (int64_t r = 0; r < R; ++r) {
+    float* row = l.data() + r * V;
+    for (int i = 0; i < 8; ++i) row[pick(rng)] = 6.f + base(rng);
+    row[pick(rng)] = row[pick(rng)];  // a tie
+    row[pick(rng)] = -INFINITY;       // a masked token
+  }
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("cuda sampling draws the CPU sampler's tokens and logprobs", "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(31);
+  for (int64_t V : {1000, 151936}) {
+    const int64_t R = 96;
+    const int32_t max_lp = 5;
+    const auto logits = model_like_logits(rng, R, V);
+    std::vector<SamplingParams> params(static_cast<size_t>(R));
+    std::vector<uint64_t> steps(static_cast<size_t>(R));
+    History hist;
+    hist.offsets.push_back(0);
+    std::uniform_int_distribution<int64_t> tok(0, V - 1);
+    for (int64_t r = 0; r < R; ++r) {
+      SamplingParams& p = params[size_t(r)];
+      switch (r % 8) {
+        case 0: p.temperature = 0.f; break;
+        case 1: p.temperature = 1.f; break;
+        case 2: p.temperature = 0.7f; p.top_k = 50; break;
+        case 3: p.temperature = 1.3f; p.top_p = 0.9f; break;
+        case 4: p.temperature = 1.f; p.min_p = 0.05f; break;
+        case 5: p.temperature = 0.8f; p.top_k = 40; p.top_p = 0.95f; p.min_p = 0.02f; break;
+        case 6: p.temperature = 0.f; p.repetition_penalty = 1.3f; p.presence_penalty = 0.5f; p.frequency_penalty = 0.3f; break;
+        case 7: p.temperature = 1.f; p.top_k = 1; break;
+      }
+      p.seed = rng();
+      p.num_logprobs = int32_t(r % (max_lp + 1));
+      steps[size_t(r)] = rng() % 1000;
+      if (r % 3 == 0) {  // penalty history: prompt-only and generated tokens
+        if (p.repetition_penalty == 1.f) p.repetition_penalty = 1.2f;
+        p.frequency_penalty = 0.2f;
+        for (int i = 0; i < 20; ++i) {
+          const int32_t t = int32_t(tok(rng));
+          if (std::find(hist.tokens.begin() + hist.offsets.back(), hist.tokens.end(), t) != hist.tokens.end()) continue;
+          hist.tokens.push_back(t);
+          hist.counts.push_back(i % 3);
+        }
+      }
+      hist.offsets.push_back(int32_t(hist.tokens.size()));
+    }
+    SampleRun g, c;
+    REQUIRE(run_sampler(*gpu, logits, R, V, params, steps, &hist, max_lp, g).has_value());
+    REQUIRE(run_sampler(*cpu, logits, R, V, params, steps, &hist, max_lp, c).has_value());
+    CAPTURE(V);
+    CHECK(g.ids == c.ids);
+    CHECK(g.top_ids == c.top_ids);
+    for (size_t i = 0; i < g.logprobs.size(); ++i) CHECK(g.logprobs[i] == Approx(c.logprobs[i]).margin(1e-4));
+    for (size_t i = 0; i < g.top_logprobs.size(); ++i) {
+      if (std::isinf(c.top_logprobs[i])) CHECK(g.top_logprobs[i] == c.top_logprobs[i]);
+      else CHECK(g.top_logprobs[i] == Approx(c.top_logprobs[i]).margin(1e-4));
+    }
+  }
+}
+
+TEST_CASE("cuda sampling: many seeded draws agree with the CPU and follow the distribution", "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  const int64_t V = 12, R = 20000;
+  std::vector<float> row = {2.f, 1.5f, 1.5f, 0.f, -1.f, 3.f, -INFINITY, 0.5f, 2.5f, -3.f, 1.f, 0.25f};
+  std::vector<float> logits;
+  for (int64_t r = 0; r < R; ++r) logits.insert(logits.end(), row.begin(), row.end());
+  std::vector<SamplingParams> params(static_cast<size_t>(R));
+  std::vector<uint64_t> steps(static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r) {
+    params[size_t(r)].seed = 1234567;
+    steps[size_t(r)] = uint64_t(r);
+  }
+  SampleRun g, c;
+  REQUIRE(run_sampler(*gpu, logits, R, V, params, steps, nullptr, 0, g).has_value());
+  REQUIRE(run_sampler(*cpu, logits, R, V, params, steps, nullptr, 0, c).has_value());
+  CHECK(g.ids == c.ids);
+  // chi-square against softmax(row) with 10 degrees of freedom (11 finite tokens): p < 0.001 at 29.6
+  double z = 0;
+  for (int64_t i = 0; i < V; ++i) z += std::exp(double(row[size_t(i)]));
+  std::vector<int64_t> counts(size_t(V), 0);
+  for (int32_t id : g.ids) {
+    REQUIRE(id >= 0);
+    REQUIRE(id < V);
+    ++counts[size_t(id)];
+  }
+  double chi2 = 0;
+  for (int64_t i = 0; i < V; ++i) {
+    const double e = double(R) * std::exp(double(row[size_t(i)])) / z;
+    if (e > 0) chi2 += (double(counts[size_t(i)]) - e) * (double(counts[size_t(i)]) - e) / e;
+    else CHECK(counts[size_t(i)] == 0);
+  }
+  CHECK(chi2 < 29.6);
+}
+
+TEST_CASE("cuda sampling reports bad logits and parameters like the CPU", "[cuda]") {
+  auto gpu = cuda_backend();
+  const int64_t V = 16;
+  std::vector<float> logits(size_t(2 * V), 0.5f);
+  std::vector<SamplingParams> params(2);
+  std::vector<uint64_t> steps(2, 0);
+  SampleRun out;
+  logits[size_t(V + 3)] = NAN;
+  auto r = run_sampler(*gpu, logits, 2, V, params, steps, nullptr, 0, out);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == Errc::invalid_argument);
+  CHECK(r.error().message.find("row 1") != std::string::npos);
+
+  std::vector<float> masked(size_t(2 * V), -INFINITY);
+  masked[0] = 1.f;
+  r = run_sampler(*gpu, masked, 2, V, params, steps, nullptr, 0, out);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == Errc::invalid_argument);
+
+  std::vector<float> fine(size_t(2 * V), 0.25f);
+  params[0].top_p = 0.f;
+  r = run_sampler(*gpu, fine, 2, V, params, steps, nullptr, 0, out);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == Errc::invalid_argument);
+  params[0].top_p = 1.f;
+
+  History h{{0, 1, 1}, {int32_t(V)}, {1}};
+  r = run_sampler(*gpu, fine, 2, V, params, steps, &h, 0, out);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == Errc::out_of_range);
+}

@@ -147,6 +147,15 @@ Result<std::unique_ptr<BpeModel>> BpeModel::from_json(const TokenizerJson& tj, c
     if (t.id < 0 || t.id > INT32_MAX / 2) return bad(file, fmt::format("added token \"{}\" has id {} out of range", t.content, t.id));
     max_id = std::max(max_id, t.id);
   }
+  // Per-id tables are indexed by id, so their size follows the largest id, not
+  // the file: one entry with id 10^9 would ask for ~32 GB. Released
+  // vocabularies are dense (ids 0..n-1, added tokens right after); at most
+  // half of the id space may be unused.
+  const size_t n_tokens = tj.vocab.size() + added.size();
+  if (static_cast<size_t>(max_id) >= 2 * n_tokens + 1024)
+    return bad(file, fmt::format("model.vocab and added_tokens use ids up to {} for {} tokens: ids must be dense "
+                                 "(the largest below 2 x tokens + 1024)",
+                                 max_id, n_tokens));
   const size_t n_ids = static_cast<size_t>(max_id) + 1;
   m->token_bytes_.assign(n_ids, std::string());
   m->present_.assign(n_ids, 0);

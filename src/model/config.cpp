@@ -169,7 +169,7 @@ Result<void> ModelConfig::validate() const {
     return bad(fmt::format("num_key_value_heads {} must divide num_attention_heads {}", num_kv_heads, num_heads));
   if (head_dim < 2 || head_dim % 2 != 0) return bad(fmt::format("head_dim {} must be even and >= 2", head_dim));
   // Every weight and activation row count must fit the int32 indices of the batch plan and the kernels.
-  if (int64_t(num_heads + 2 * num_kv_heads) * head_dim > kMaxI32 || int64_t(intermediate_size) * 2 > kMaxI32)
+  if ((int64_t(num_heads) + 2 * int64_t(num_kv_heads)) * head_dim > kMaxI32 || int64_t(intermediate_size) * 2 > kMaxI32)
     return bad("projection sizes overflow int32");
   if (max_position_embeddings < 1) return bad("max_position_embeddings must be >= 1");
   if (!(rms_norm_eps > 0.0f)) return bad("rms_norm_eps must be > 0");

@@ -16,6 +16,7 @@
 #include "core/batch_plan.hpp"
 #include "core/cpu_backend.hpp"
 #include "core/dtype.hpp"
+#include "core/quantize.hpp"
 
 using namespace photon;
 
@@ -63,6 +64,39 @@ BENCHMARK(BM_matmul_bf16)
     ->Args({8, 6144, 4096, 1})
     ->Args({64, 6144, 4096, 0})
     ->Args({64, 6144, 4096, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// args: M, N, K, threads; weights group-wise int8 (groups of 128 along K,
+// core/quantize.hpp), the layout EngineOptions::weights = "int8" loads.
+// Bytes counted: the i8 codes plus the f32 scales.
+void BM_matmul_int8(benchmark::State& state) {
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2), group = 128;
+  const int64_t groups = int8_group_count(K, group);
+  auto be = backend(state.range(3));
+  const auto wf = randoms(size_t(N * K), 1);
+  std::vector<int8_t> q(wf.size());
+  std::vector<float> scales(size_t(N * groups));
+  for (int64_t n = 0; n < N; ++n)
+    quantize_row_int8(wf.data() + n * K, K, group, q.data() + n * K, scales.data() + n * groups);
+  auto x = randoms(size_t(M * K), 2);
+  std::vector<float> out(size_t(M * N));
+  const Weight W{Tensor::of(q.data(), DType::i8, {N, K}), Tensor::of(scales.data(), DType::f32, {N, groups}),
+                 int32_t(group)};
+  for (auto _ : state) {
+    auto r = be->matmul(Tensor::of(out.data(), DType::f32, {M, N}), Tensor::of(x.data(), DType::f32, {M, K}), W);
+    if (!r.has_value()) state.SkipWithError(r.error().message.c_str());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * (N * K + N * groups * 4));
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(double(state.iterations()) * 2.0 * double(M * N * K) * 1e-9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_matmul_int8)
+    ->ArgNames({"M", "N", "K", "threads"})
+    ->Args({1, 6144, 4096, 0})
+    ->Args({1, 4096, 14336, 1})
+    ->Args({64, 6144, 4096, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -124,6 +124,10 @@ def tokenizer_corpus():
     d = target_dir("tokenizer_json")
     write(f"{d}/llama3_small.json", small_tokenizer("llama3", specials=LLAMA3_SPECIALS))
     write(f"{d}/qwen3_small.json", small_tokenizer("qwen3", specials=QWEN3_SPECIALS))
+    # one id far past the others (refused: ids must be dense)
+    sparse = json.loads(small_tokenizer("llama3", specials=LLAMA3_SPECIALS))
+    sparse["model"]["vocab"][list(sparse["model"]["vocab"])[300]] = 1000000000
+    write(f"{d}/llama3_sparse_id.json", json.dumps(sparse, ensure_ascii=False, separators=(",", ":")))
 
 
 # ---- tokenizer settings: tokenizer_config.json \0 generation_config.json \0 chat_template.jinja

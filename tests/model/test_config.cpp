@@ -251,6 +251,20 @@ TEST_CASE("config: a layer count beyond kMaxDecoderLayers is refused", "[model]"
   CHECK_THAT(r.error().message, Catch::Contains("num_hidden_layers"));
 }
 
+// Found by the model_config fuzz target (replay): num_attention_heads 10^9 with
+// num_key_value_heads defaulting to it overflowed int32 inside the projection-size
+// check (nq + 2 nkv), which then passed, and expected tensor shapes went negative.
+TEST_CASE("config: head counts whose projections overflow int32 are refused", "[model]") {
+  nlohmann::json j = llama_json();
+  j.erase("num_key_value_heads");
+  j["num_attention_heads"] = 1000000000;
+  j["head_dim"] = 8;
+  check_error(j, Errc::invalid_config, "overflow");
+  j["num_attention_heads"] = 715827883;  // nq + 2 nkv = 2^31 + 1: the sum itself overflowed int32
+  j["head_dim"] = 2;
+  check_error(j, Errc::invalid_config, "overflow");
+}
+
 TEST_CASE("rope: default inv_freq is theta^(-2i/hd)", "[model]") {
   photon::RopeConfig rope;
   rope.theta = 10000.0;

@@ -165,6 +165,31 @@ TEST_CASE("malformed tokenizer files give clear errors", "[model]") {
   }
 }
 
+// Found while writing the tokenizer_json fuzz target (tests/fuzz; its replay binary aborted
+// on the crafted input): one vocab entry with id 10^9 made the id-indexed tables ask for
+// ~32 GB (std::bad_alloc escaped Tokenizer::load).
+TEST_CASE("a sparse vocabulary id space is refused instead of allocated", "[model]") {
+  for (const char* id : {"1000000000", "2000000"}) {
+    TempDir d("sparse");
+    std::string j = tiny_tokenizer_json();
+    const std::string ab = "\"ab\":256";
+    REQUIRE(j.find(ab) != std::string::npos);
+    j.replace(j.find(ab), ab.size(), std::string("\"ab\":") + id);
+    d.write("tokenizer.json", j);
+    const Error e = load_error(d);
+    CHECK(e.code == Errc::tokenizer_error);
+    CHECK_THAT(e.message, Catch::Contains("tokenizer.json") && Catch::Contains("dense") && Catch::Contains(id));
+  }
+  // A few unused ids (reserved ranges) still load.
+  TempDir d("gap");
+  std::string j = tiny_tokenizer_json();
+  j.replace(j.find("\"ab\":256"), std::string("\"ab\":256").size(), "\"ab\":600");
+  d.write("tokenizer.json", j);
+  auto t = Tokenizer::load(d.path.string());
+  INFO((t ? std::string() : t.error().message));
+  CHECK(t.has_value());
+}
+
 TEST_CASE("unknown chat templates are named in the error; eos ids from generation_config.json", "[model]") {
   TempDir d("tmpl");
   d.write("tokenizer.json", tiny_tokenizer_json());

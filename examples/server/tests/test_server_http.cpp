@@ -141,7 +141,9 @@ TEST_CASE("server: streamed chunks concatenate to the non-streamed answer", "[ap
   bool done = false;
   const std::vector<json> chunks = sse_payloads(res->body, done);
   CHECK(done);
-  REQUIRE(chunks.size() >= 3);
+  // At least one choice chunk and the usage chunk: events that arrive together
+  // (the loop thread can outrun the writer) share a chunk.
+  REQUIRE(chunks.size() >= 2);
   std::string text;
   std::vector<int32_t> ids;
   int finishes = 0;

@@ -1,0 +1,66 @@
+// Kernel launches with programmatic dependent launch (PDL, sm_90+).
+//
+// A kernel launched through launch_kernel() may be scheduled while the kernel
+// before it on the stream is still finishing: its blocks can issue loads that
+// do not depend on earlier kernels (weights, the plan's arrays staged before
+// the step) and must call pdl_wait() before they read anything an earlier
+// kernel writes, or write anything an earlier kernel may still read.
+// pdl_wait() returns once every earlier kernel on the stream has completed
+// and its writes are visible; on a launch without PDL (sm_80, PDL turned off,
+// <<<>>> launches) it returns at once.
+//
+// Rules for every kernel launched here (they keep the chain transitive):
+//  * every thread of every block calls pdl_wait() on every path, also blocks
+//    with no work, before touching earlier kernels' data and before exiting;
+//  * a kernel may call pdl_launch_dependents() once its own dependents may
+//    start (usually right after its own pdl_wait()); without the call the
+//    dependents start when it completes.
+// Works inside CUDA graph capture (the programmatic edge is recorded).
+//
+// PDL is used when the device is sm_90 or newer and PHOTON_CUDA_PDL is not
+// "0" in the environment (read once per process).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+namespace photon::cuda {
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Whether launches on the current device use PDL (defined in launch.cu).
+bool pdl_enabled_on_current_device() noexcept;
+
+// Launches kernel<<<grid, block, smem, stream>>>(args...) with the PDL
+// attribute when pdl_enabled_on_current_device(). Returns the launch error
+// (callers follow with PHOTON_CUDA_TRY or check it like a <<<>>> launch).
+template <class... KArgs, class... Args>
+cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                          Args&&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  if (pdl_enabled_on_current_device()) {
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace photon::cuda

@@ -138,7 +138,8 @@ TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs
   struct Shape {
     int64_t M, N, K;
   };
-  // M = 1 with K % 8 == 0 runs the GEMV kernel (one K-split variant per N range); the rest cuBLASLt.
+  // M = 1 with K % 8 == 0 runs the GEMV kernel (one K-split variant per N range); 2 <= M <= 64 the
+  // tensor-core kernel on sm_90 (next test case); the rest cuBLASLt.
   for (Shape s : {Shape{1, 2048, 2048}, Shape{1, 1000, 72}, Shape{1, 8192, 2048}, Shape{1, 517, 8200},
                   Shape{1, 5000, 4096}, Shape{1, 100, 36}, Shape{3, 1000, 72}, Shape{7, 3072, 2048},
                   Shape{33, 1000, 72}, Shape{128, 512, 384}, Shape{300, 1536, 64}}) {

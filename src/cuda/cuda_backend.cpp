@@ -230,8 +230,8 @@ class CudaBackend final : public Backend {
     if (out.data == nullptr) return fail(Errc::invalid_argument, "cuda matmul: out has no data");
     const cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(N), int32_t(K), out.dtype == DType::f32};
     if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
-    // Decode batches: tensor-core weight streaming (sm_90 clusters) where it beats cuBLASLt.
-    if (compute_major_ >= 9 && cuda::gemv_mma_enabled() && N < (int64_t(1) << 31) && cuda::gemv_mma_applies(g))
+    // Decode batches on tensor cores when asked (sm_90 clusters; cuBLASLt is faster so far).
+    if (options_.mma_decode_matmul && compute_major_ >= 9 && N < (int64_t(1) << 31) && cuda::gemv_mma_applies(g))
       return cuda::launch_gemv_mma(g, num_sms_, stream_);
     return gemm_->run(out.data, out.dtype, x.data, W.w.data, M, N, K, stream_);
   }

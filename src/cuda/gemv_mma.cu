@@ -1,8 +1,5 @@
 #include <cooperative_groups.h>
 
-#include <cstdlib>
-#include <cstring>
-
 #include "cuda/common.cuh"
 #include "cuda/gemv_mma.cuh"
 #include "cuda/launch.cuh"
@@ -210,17 +207,7 @@ Status launch_m(const GemvArgs& a, int32_t num_sms, cudaStream_t stream) {
   }
 }
 
-bool enabled_by_environment() noexcept {
-  const char* v = std::getenv("PHOTON_CUDA_MMA_GEMV");
-  return v == nullptr || std::strcmp(v, "0") != 0;
-}
-
 }  // namespace
-
-bool gemv_mma_enabled() noexcept {
-  static const bool enabled = enabled_by_environment();
-  return enabled;
-}
 
 bool gemv_mma_applies(const GemvArgs& a) {
   return a.M >= kGemvMmaMinRows && a.M <= kGemvMmaMaxRows && a.K > 0 && a.K % 8 == 0 && a.N > 0 &&

@@ -16,8 +16,11 @@
 // Bandwidth model: reads N*K*2 bytes of weights once, M*K*2 bytes of x once
 // per 128-row block (from L2), writes M*N outputs.
 // sm_90+ only (clusters); the caller checks the compute capability.
-// A/B switch: PHOTON_CUDA_MMA_GEMV=0 in the environment (read once per
-// process) makes gemv_mma_enabled() false, so matmul falls back to cuBLASLt.
+// Dispatched only when CudaBackendOptions::mma_decode_matmul is set (bench:
+// --mma-decode-matmul true): on the H200 it measured slower than cuBLASLt at
+// every M from 2 to 64 (docs/performance.md, change 11): at M <= 8 it streams
+// weights below cuBLASLt's rate, and each further 8 rows adds mma.sync time
+// that the per-stage pipeline does not hide.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -31,9 +34,6 @@ namespace photon::cuda {
 
 constexpr int32_t kGemvMmaMinRows = 2;
 constexpr int32_t kGemvMmaMaxRows = 64;
-
-// False when PHOTON_CUDA_MMA_GEMV=0 (A/B measurements against cuBLASLt).
-bool gemv_mma_enabled() noexcept;
 
 // Whether the kernel serves this product (kGemvMmaMinRows <= M <= kGemvMmaMaxRows,
 // K % 8 == 0, 16-byte aligned x and w). Depends on the shapes only.

@@ -48,6 +48,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_int8_kernel(GemvInt8Args a) 
   const int chunks = n < a.N ? a.K / 16 : 0;  // a column past N streams nothing
   const int row = n < a.N ? n : 0;
   const int chunks_per_group = a.group / 16;
+  // group index of chunk c: a shift when chunks_per_group is a power of two (group 16, 32, 64, 128, ...)
+  const int group_shift = (chunks_per_group & (chunks_per_group - 1)) == 0 ? __ffs(chunks_per_group) - 1 : -1;
   const uint4* w = reinterpret_cast<const uint4*>(a.w) + int64_t(row) * (a.K / 16);
   const float* s = a.scales + int64_t(row) * ceil_div(a.K, a.group);
 
@@ -58,7 +60,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_int8_kernel(GemvInt8Args a) 
     for (int u = 0; u < kUnroll; ++u) {
       const int c = base + kStep * u;
       wv[u] = c < chunks ? __ldcs(w + c) : make_uint4(0, 0, 0, 0);
-      sc[u] = c < chunks ? __ldg(s + c / chunks_per_group) : 0.f;
+      sc[u] = c < chunks ? __ldg(s + (group_shift >= 0 ? c >> group_shift : c / chunks_per_group)) : 0.f;
     }
   };
   int c0 = slice * 32 + lane;

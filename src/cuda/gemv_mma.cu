@@ -45,8 +45,8 @@ __device__ __forceinline__ void cp_async_16_hint(void* dst_smem, const void* src
 __device__ __forceinline__ int x_chunk(int m, int c) { return m * 8 + (c ^ ((m & 1) << 2)); }
 #endif
 
-// grid (ceil(N / 128), KC), clusters of (1, KC, 1): the KC blocks of a cluster
-// own the same 128 weight rows and split the K range into contiguous stage ranges.
+// grid ceil(N / 128) * KC, clusters of KC consecutive blocks along x: the KC blocks
+// of a cluster own the same 128 weight rows and split the K range into contiguous stage ranges.
 template <int MPAD, int KC>
 __global__ void __launch_bounds__(kThreads, 2) gemv_mma_kernel(GemvArgs a) {
 #if defined(PHOTON_GEMV_MMA_BODY)
@@ -58,7 +58,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_mma_kernel(GemvArgs a) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const int rank = KC > 1 ? int(cg::this_cluster().block_rank()) : 0;
-  const int row0 = blockIdx.x * kBlockRows + warp * 16;
+  const int row_block = int(blockIdx.x) / KC;
+  const int row0 = row_block * kBlockRows + warp * 16;
   const int total_steps = ceil_div(a.K, kStepK);
   const int s_begin = rank * total_steps / KC;
   const int nsteps = (rank + 1) * total_steps / KC - s_begin;
@@ -159,7 +160,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_mma_kernel(GemvArgs a) {
   static_assert(kRowsPerRank >= 1, "MPAD >= KC");
   for (int idx = threadIdx.x; idx < kRowsPerRank * kBlockRows; idx += kThreads) {
     const int m = rank * kRowsPerRank + idx / kBlockRows, r = idx % kBlockRows;
-    const int n = blockIdx.x * kBlockRows + r;
+    const int n = row_block * kBlockRows + r;
     if (m >= a.M || n >= a.N) continue;
     float v = part[m * kBlockRows + r];
     if constexpr (KC > 1) {
@@ -183,11 +184,11 @@ Status launch_mk(const GemvArgs& a, cudaStream_t stream) {
   auto kernel = gemv_mma_kernel<MPAD, KC>;
   constexpr int smem = smem_bytes<MPAD>();
   PHOTON_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const dim3 grid(unsigned(ceil_div(a.N, kBlockRows)), unsigned(KC));
+  const dim3 grid(unsigned(ceil_div(a.N, kBlockRows) * KC));
   if constexpr (KC == 1) {
     PHOTON_CUDA_TRY(launch_kernel(kernel, grid, dim3(kThreads), smem, stream, a));
   } else {
-    PHOTON_CUDA_TRY(launch_kernel_in_clusters(kernel, grid, dim3(1, KC, 1), dim3(kThreads), smem, stream, a));
+    PHOTON_CUDA_TRY(launch_kernel_in_clusters(kernel, grid, dim3(kThreads), smem, stream, unsigned(KC), a));
   }
   return {};
 }

@@ -63,11 +63,12 @@ cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
-// launch_kernel() for a grid of thread-block clusters of `cluster` blocks
-// (sm_90+; grid must be a multiple of cluster in every dimension).
+// launch_kernel() for a kernel whose blocks form clusters of `cluster_x`
+// blocks along x (sm_90+; grid.x a multiple of cluster_x). Sizes above 8
+// need cudaFuncAttributeNonPortableClusterSizeAllowed set by the caller.
 template <class... KArgs, class... Args>
-cudaError_t launch_kernel_in_clusters(void (*kernel)(KArgs...), dim3 grid, dim3 cluster, dim3 block, size_t smem,
-                                      cudaStream_t stream, Args&&... args) {
+cudaError_t launch_kernel_in_clusters(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                      cudaStream_t stream, unsigned cluster_x, Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
@@ -75,9 +76,9 @@ cudaError_t launch_kernel_in_clusters(void (*kernel)(KArgs...), dim3 grid, dim3 
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cluster.x;
-  attr[0].val.clusterDim.y = cluster.y;
-  attr[0].val.clusterDim.z = cluster.z;
+  attr[0].val.clusterDim.x = cluster_x;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
   attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[1].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;

@@ -348,7 +348,8 @@ TEST_CASE("cuda paged decode attention: ragged batches of 1 to 64 sequences", "[
       std::vector<SeqSpec> seqs;
       for (int32_t i = 0; i < S; ++i) {
         const int32_t k = pick(rng);
-        seqs.push_back({k < 7 ? edges[k] : any_ctx(rng), 1});
+        const bool edge = k < 7 && (S <= 8 || edges[k] < 4097);  // keeps the big batches' caches small
+        seqs.push_back({edge ? edges[k] : any_ctx(rng), 1});
       }
       CAPTURE(g.hd, g.nkv, g.group, S);
       check_attention(*gpu, *cpu, seqs, g, 16, blocks_for(seqs, 16), rng);

@@ -15,6 +15,7 @@ constexpr int kMaxGroup = 8;        // query heads served per block
 constexpr int kSplitGranule = 16;   // split boundaries fall on multiples of this many keys
 constexpr int kMaxSplits = 16;
 constexpr int kMergeVec = 4;        // dims of one head merged per thread (one float4 per split)
+constexpr int kMergeBatch = 8;      // splits whose partials a merging thread loads at once
 
 // The share of a context of ctx keys that split `split` of `splits` owns,
 // decided on the device so a graph captured for the batch shape stays valid
@@ -36,15 +37,23 @@ __device__ __forceinline__ SplitRange split_range(int ctx, int splits, int min_k
   return r;
 }
 
+// Blocks per SM the register budget is set for (1: no bound). The V-after-K
+// variant keeps the occupancy of a loop without prefetch for many-wave grids.
+template <int GB, bool VWithK>
+constexpr int kMinBlocksPerSm = VWithK || GB > 4 ? 1 : GB == 4 ? 4 : GB == 2 ? 5 : 6;
+
 // Block (s, kv head kh and query-head slice, split). LPK lanes hold one
 // 16-byte piece each of a K/V row, so KPI rows are read per block-wide step
-// and a round of ITERS steps scores kChunk keys; a round issues all its K and
-// V loads before using any, and the block-table entries of the next round are
-// fetched while they are in flight (those of the first round before
-// pdl_wait(): the tables are staged before the step). Scores are in log2
-// units (scale * log2(e) folded into q).
-template <int HD, int GB>
-__global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttentionArgs a) {
+// and a round of ITERS steps scores kChunk keys. The block-table entries of
+// the next round are fetched while a round's loads are in flight (those of the
+// first round before pdl_wait(): the tables are staged before the step).
+// VWithK: a round issues its V loads together with its K loads (one memory
+// round trip per round, for grids of one wave: about 210 registers at GB 4,
+// two blocks per SM); otherwise V is loaded after the softmax, when K is dead
+// (128 registers at GB 4, four blocks per SM, for grids of several waves).
+// Scores are in log2 units (scale * log2(e) folded into q).
+template <int HD, int GB, bool VWithK>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_attention_kernel(DecodeAttentionArgs a) {
   constexpr int LPK = HD / 8;
   constexpr int KPI = kThreads / LPK;
   constexpr int ITERS = kLoadsInFlight;
@@ -74,16 +83,24 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttent
   const int start = range.start, end = range.end;
   const int32_t* table = a.block_tables + int64_t(s) * a.max_blocks_per_seq;
   const int bs = a.block_size;
-  // Element offsets of this thread's rows of the round starting at key c0 (-1 past `end`).
-  int64_t off[ITERS];
-  auto fetch_offsets = [&](int c0) {
+  // Cache slots (block * bs + offset, int32 like the plan's slot_mapping) of
+  // this thread's rows of the round starting at key c0; -1 past `end`.
+  int32_t slot_of[ITERS];
+  auto fetch_slots = [&](int c0) {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int j = c0 + it * KPI + slot;
-      off[it] = j < end ? ((int64_t(table[j / bs]) * bs + j % bs) * nkv + kh) * HD + sub * 8 : -1;
+      slot_of[it] = j < end ? table[j / bs] * bs + j % bs : -1;
     }
   };
-  fetch_offsets(start);
+  auto load_rows = [&](const __nv_bfloat16* cache, uint4 (&raw)[ITERS]) {
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it)
+      raw[it] = slot_of[it] >= 0
+                    ? *reinterpret_cast<const uint4*>(cache + (int64_t(slot_of[it]) * nkv + kh) * HD + sub * 8)
+                    : make_uint4(0, 0, 0, 0);
+  };
+  fetch_slots(start);
 
   // q and the K/V rows (the current token's among them) come from earlier kernels.
   pdl_wait();
@@ -114,15 +131,13 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttent
   __syncthreads();
 
   for (int c0 = start; c0 < end; c0 += kChunk) {
-    // All K and V loads of the round in flight at once; rows past `end` are zero.
+    // The round's K loads (and V loads with VWithK) in flight at once; rows past `end` are zero.
     uint4 kraw[ITERS], vraw[ITERS];
-#pragma unroll
-    for (int it = 0; it < ITERS; ++it)
-      kraw[it] = off[it] >= 0 ? *reinterpret_cast<const uint4*>(a.k_cache + off[it]) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int it = 0; it < ITERS; ++it)
-      vraw[it] = off[it] >= 0 ? *reinterpret_cast<const uint4*>(a.v_cache + off[it]) : make_uint4(0, 0, 0, 0);
-    if (c0 + kChunk < end) fetch_offsets(c0 + kChunk);
+    load_rows(a.k_cache, kraw);
+    if constexpr (VWithK) {
+      load_rows(a.v_cache, vraw);
+      if (c0 + kChunk < end) fetch_slots(c0 + kChunk);
+    }
 
     // Scores of this round's keys for every query head of the group.
 #pragma unroll
@@ -165,6 +180,11 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttent
       }
     }
     __syncthreads();
+
+    if constexpr (!VWithK) {
+      load_rows(a.v_cache, vraw);
+      if (c0 + kChunk < end) fetch_slots(c0 + kChunk);
+    }
 
     // acc = alpha * acc + P V for this round.
 #pragma unroll
@@ -240,40 +260,50 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttent
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-  // Merge: each thread owns kMergeVec dims of one head and loads every used
-  // split's (max, denominator) and partial at once (no dependent loads), then
+  // Merge: each thread owns kMergeVec dims of one head and loads the
+  // (max, denominator) and partial of kMergeBatch splits at once (no
+  // dependent loads inside a batch), folding batches into a running
   // out = sum_i w_i acc_i / sum_i w_i l_i with w_i = 2^(m_i - max_i m_i).
-  // Every used split holds >= 1 key, so its l_i >= 1.
+  // Every used split holds >= 1 key, so its m_i is finite and l_i >= 1.
   for (int idx = tid; idx < gcount * (HD / kMergeVec); idx += kThreads) {
     const int g = idx / (HD / kMergeVec), d = (idx % (HD / kMergeVec)) * kMergeVec;
     const int64_t head_row = int64_t(s) * nq + qh0 + g;
     const float2* ml = reinterpret_cast<const float2*>(a.partial_ml) + head_row * splits;
     const float* part = a.partial_out + head_row * splits * HD + d;
-    float2 ml_i[kMaxSplits];
-    float4 o_i[kMaxSplits];
-#pragma unroll
-    for (int i = 0; i < kMaxSplits; ++i) {
-      if (i < used) {
-        ml_i[i] = __ldcg(ml + i);
-        o_i[i] = __ldcg(reinterpret_cast<const float4*>(part + int64_t(i) * HD));
-      } else {
-        ml_i[i] = make_float2(-INFINITY, 0.f);
-        o_i[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-    }
-    float m = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < kMaxSplits; ++i) m = fmaxf(m, ml_i[i].x);
-    float den = 0.f;
+    float m_run = -INFINITY, den = 0.f;
     float4 num = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int i0 = 0; i0 < used; i0 += kMergeBatch) {
+      float2 ml_i[kMergeBatch];
+      float4 o_i[kMergeBatch];
 #pragma unroll
-    for (int i = 0; i < kMaxSplits; ++i) {
-      const float w = i < used ? exp2f(ml_i[i].x - m) : 0.f;
-      den += w * ml_i[i].y;
-      num.x += w * o_i[i].x;
-      num.y += w * o_i[i].y;
-      num.z += w * o_i[i].z;
-      num.w += w * o_i[i].w;
+      for (int i = 0; i < kMergeBatch; ++i) {
+        if (i0 + i < used) {
+          ml_i[i] = __ldcg(ml + i0 + i);
+          o_i[i] = __ldcg(reinterpret_cast<const float4*>(part + int64_t(i0 + i) * HD));
+        } else {
+          ml_i[i] = make_float2(-INFINITY, 0.f);
+          o_i[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+      }
+      float m_new = m_run;
+#pragma unroll
+      for (int i = 0; i < kMergeBatch; ++i) m_new = fmaxf(m_new, ml_i[i].x);
+      const float rescale = exp2f(m_run - m_new);  // 0 on the first batch (m_run = -inf, m_new finite)
+      den *= rescale;
+      num.x *= rescale;
+      num.y *= rescale;
+      num.z *= rescale;
+      num.w *= rescale;
+#pragma unroll
+      for (int i = 0; i < kMergeBatch; ++i) {
+        const float w = i0 + i < used ? exp2f(ml_i[i].x - m_new) : 0.f;
+        den += w * ml_i[i].y;
+        num.x += w * o_i[i].x;
+        num.y += w * o_i[i].y;
+        num.z += w * o_i[i].z;
+        num.w += w * o_i[i].w;
+      }
+      m_run = m_new;
     }
     const float inv = den > 0.f ? 1.f / den : 0.f;
     bf16* o = a.out + head_row * HD + d;
@@ -283,14 +313,19 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttent
   if (tid == 0) *counter = 0;  // ready for the next launch
 }
 
-template <int HD>
+template <int HD, bool VWithK>
 cudaError_t launch_hd(const DecodeAttentionArgs& a, int gb, dim3 grid, cudaStream_t stream) {
   switch (gb) {
-    case 1: return launch_kernel(decode_attention_kernel<HD, 1>, grid, dim3(kThreads), 0, stream, a);
-    case 2: return launch_kernel(decode_attention_kernel<HD, 2>, grid, dim3(kThreads), 0, stream, a);
-    case 4: return launch_kernel(decode_attention_kernel<HD, 4>, grid, dim3(kThreads), 0, stream, a);
-    default: return launch_kernel(decode_attention_kernel<HD, 8>, grid, dim3(kThreads), 0, stream, a);
+    case 1: return launch_kernel(decode_attention_kernel<HD, 1, VWithK>, grid, dim3(kThreads), 0, stream, a);
+    case 2: return launch_kernel(decode_attention_kernel<HD, 2, VWithK>, grid, dim3(kThreads), 0, stream, a);
+    case 4: return launch_kernel(decode_attention_kernel<HD, 4, VWithK>, grid, dim3(kThreads), 0, stream, a);
+    default: return launch_kernel(decode_attention_kernel<HD, 8, VWithK>, grid, dim3(kThreads), 0, stream, a);
   }
+}
+
+template <int HD>
+cudaError_t launch_hd(const DecodeAttentionArgs& a, int gb, dim3 grid, bool v_with_k, cudaStream_t stream) {
+  return v_with_k ? launch_hd<HD, true>(a, gb, grid, stream) : launch_hd<HD, false>(a, gb, grid, stream);
 }
 
 int group_block(int G) {
@@ -339,13 +374,18 @@ Status launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream
   const int G = a.num_q_heads / a.num_kv_heads;
   const int gb = group_block(G);
   const dim3 grid(unsigned(a.num_seqs), unsigned(a.num_kv_heads * ceil_div(G, gb)), unsigned(a.num_splits));
+  // Loading V with K doubles the registers (two blocks per SM instead of
+  // four): worth it only when the whole grid runs in one wave. Decided from
+  // the launch shape, like num_splits.
+  const int64_t blocks = int64_t(grid.x) * grid.y * grid.z;
+  const bool v_with_k = blocks <= 2 * int64_t(a.num_sms > 0 ? a.num_sms : 132);
   cudaError_t err = cudaSuccess;
   switch (a.head_dim) {
-    case 16: err = launch_hd<16>(a, gb, grid, stream); break;
-    case 32: err = launch_hd<32>(a, gb, grid, stream); break;
-    case 64: err = launch_hd<64>(a, gb, grid, stream); break;
-    case 128: err = launch_hd<128>(a, gb, grid, stream); break;
-    case 256: err = launch_hd<256>(a, gb, grid, stream); break;
+    case 16: err = launch_hd<16>(a, gb, grid, v_with_k, stream); break;
+    case 32: err = launch_hd<32>(a, gb, grid, v_with_k, stream); break;
+    case 64: err = launch_hd<64>(a, gb, grid, v_with_k, stream); break;
+    case 128: err = launch_hd<128>(a, gb, grid, v_with_k, stream); break;
+    case 256: err = launch_hd<256>(a, gb, grid, v_with_k, stream); break;
     default: return bad_launch("decode_attention", "head_dim must be 16, 32, 64, 128 or 256");
   }
   PHOTON_CUDA_TRY(err);

@@ -18,7 +18,7 @@
 // sm_90+ only (clusters); the caller checks the compute capability.
 // Dispatched only when CudaBackendOptions::mma_decode_matmul is set (bench:
 // --mma-decode-matmul true): on the H200 it measured slower than cuBLASLt at
-// every M from 2 to 64 (docs/performance.md, change 12): at M <= 8 it streams
+// every M from 2 to 64 (docs/performance.md, change 14): at M <= 8 it streams
 // weights below cuBLASLt's rate, and each further 8 rows adds mma.sync time
 // that the per-stage pipeline does not hide.
 #pragma once

@@ -8,51 +8,62 @@ namespace photon::cuda {
 namespace {
 
 constexpr int kWarps = 8;
-constexpr int kUnroll = 4;  // 32-k chunks in flight per lane: 2 x 16-byte weight loads each
+constexpr int kLoads = 8;           // 16-byte weight loads in flight per lane
 constexpr int kTargetWarps = 2048;  // warps that keep an H100/H200's DRAM pipe full at 4 KB in flight each
 
-// A block of kWarps warps serves kWarps / KS groups of 16 weight rows; the KS
-// warps of a group split its 32-k chunks (interleaved) and meet in shared memory.
-// NT n-tiles of 8 activation rows.
-template <int NT, int KS, class Out>
+// A block of kWarps warps serves kWarps / KS warp tiles of R * 16 weight rows;
+// the KS warps of a tile split its 32-k chunks (interleaved) and meet in
+// shared memory. The R 16-row groups of a warp share each x fragment (x is
+// read once per R * 16 rows). NT n-tiles of 8 activation rows.
+template <int R, int NT, int KS, class Out>
 __global__ void __launch_bounds__(kWarps * 32) gemv_tc_kernel(GemvArgs a) {
-  constexpr int kGroups = kWarps / KS;
-  __shared__ float partial[KS > 1 ? kWarps : 1][32][4 * NT];
+  constexpr int kTiles = kWarps / KS;
+  constexpr int kUnroll = kLoads / (2 * R);  // chunks in flight
+  static_assert(kUnroll >= 1, "R too large for the load budget");
+  __shared__ float partial[KS > 1 ? kWarps : 1][32][4 * NT * R];
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
-  const int group = warp / KS, slice = warp % KS;
+  const int tile = warp / KS, slice = warp % KS;
   const int g = lane >> 2, t = lane & 3;
-  const int row0 = (int(blockIdx.x) * kGroups + group) * 16;
+  const int row0 = (int(blockIdx.x) * kTiles + tile) * 16 * R;
   // Rows past N read row N - 1 (valid memory) and are never written.
-  const int ra = min(row0 + g, a.N - 1), rb = min(row0 + g + 8, a.N - 1);
-  const bf16* wa = a.w + int64_t(ra) * a.K + 8 * t;
-  const bf16* wb = a.w + int64_t(rb) * a.K + 8 * t;
+  const bf16* w[R][2];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) w[r][h] = a.w + int64_t(min(row0 + 16 * r + 8 * h + g, a.N - 1)) * a.K + 8 * t;
   const int chunks = (a.K + 31) / 32;
 
-  float acc[NT][4];
+  float acc[R][NT][4];
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) acc[r][nt][0] = acc[r][nt][1] = acc[r][nt][2] = acc[r][nt][3] = 0.f;
 
-  // This lane's 8 k of chunk c from both of its rows (zeros past K: never read out of bounds).
-  auto load_w = [&](int c, uint4& va, uint4& vb) {
-    if (32 * c + 8 * t < a.K) {
-      va = __ldcs(reinterpret_cast<const uint4*>(wa + 32 * c));
-      vb = __ldcs(reinterpret_cast<const uint4*>(wb + 32 * c));
-    } else {
-      va = vb = make_uint4(0u, 0u, 0u, 0u);
-    }
+  // This lane's 8 k of chunk c from each of its 2R rows (zeros past K: never read out of bounds).
+  auto load_w = [&](int c, uint4 (&v)[R][2]) {
+    const bool in = 32 * c + 8 * t < a.K;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        v[r][h] = in ? __ldcs(reinterpret_cast<const uint4*>(w[r][h] + 32 * c)) : make_uint4(0u, 0u, 0u, 0u);
   };
-  // Two MMAs per n-tile: physical k 8t..8t+3 in the logical slots of k {2t, 2t+1, 2t+8, 2t+9}, then 8t+4..8t+7.
-  auto mma_chunk = [&](const uint4& va, const uint4& vb, int c) {
-    const uint32_t a1[4] = {va.x, vb.x, va.y, vb.y};
-    const uint32_t a2[4] = {va.z, vb.z, va.w, vb.w};
+  // Two MMAs per (group, n-tile): physical k 8t..8t+3 in the logical slots of
+  // k {2t, 2t+1, 2t+8, 2t+9}, then 8t+4..8t+7.
+  auto mma_chunk = [&](const uint4 (&v)[R][2], int c) {
     const int k = 32 * c + 8 * t;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       const int n = nt * 8 + g;
       uint4 xv = make_uint4(0u, 0u, 0u, 0u);
       if (n < a.M && k < a.K) xv = __ldg(reinterpret_cast<const uint4*>(a.x + int64_t(n) * a.K + k));
-      mma_bf16_16816(acc[nt], a1, xv.x, xv.y);
-      mma_bf16_16816(acc[nt], a2, xv.z, xv.w);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const uint32_t a1[4] = {v[r][0].x, v[r][1].x, v[r][0].y, v[r][1].y};
+        const uint32_t a2[4] = {v[r][0].z, v[r][1].z, v[r][0].w, v[r][1].w};
+        mma_bf16_16816(acc[r][nt], a1, xv.x, xv.y);
+        mma_bf16_16816(acc[r][nt], a2, xv.z, xv.w);
+      }
     }
   };
 
@@ -60,75 +71,83 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_tc_kernel(GemvArgs a) {
   bool waited = false;
   int c = slice;
   for (; c + KS * (kUnroll - 1) < chunks; c += KS * kUnroll) {
-    uint4 va[kUnroll], vb[kUnroll];
+    uint4 v[kUnroll][R][2];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) load_w(c + KS * u, va[u], vb[u]);
+    for (int u = 0; u < kUnroll; ++u) load_w(c + KS * u, v[u]);
     if (!waited) {
       pdl_wait();
       pdl_launch_dependents();
       waited = true;
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) mma_chunk(va[u], vb[u], c + KS * u);
+    for (int u = 0; u < kUnroll; ++u) mma_chunk(v[u], c + KS * u);
   }
   if (!waited) {
     pdl_wait();
     pdl_launch_dependents();
   }
   for (; c < chunks; c += KS) {
-    uint4 va, vb;
-    load_w(c, va, vb);
-    mma_chunk(va, vb, c);
+    uint4 v[R][2];
+    load_w(c, v);
+    mma_chunk(v, c);
   }
 
   if constexpr (KS > 1) {
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
+    for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) partial[warp][lane][nt * 4 + i] = acc[nt][i];
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) partial[warp][lane][(r * NT + nt) * 4 + i] = acc[r][nt][i];
     __syncthreads();
     if (slice != 0) return;
 #pragma unroll
     for (int s = 1; s < KS; ++s)
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
+      for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) acc[nt][i] += partial[warp + s][lane][nt * 4 + i];
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[r][nt][i] += partial[warp + s][lane][(r * NT + nt) * 4 + i];
   }
 
-  // C fragment: acc[nt][i] is weight row g (+8 for i >= 2), activation row nt*8 + 2t (+1 for odd i).
+  // C fragment: acc[r][nt][i] is weight row 16r + g (+8 for i >= 2), activation row nt*8 + 2t (+1 for odd i).
   Out* out = static_cast<Out*>(a.out);
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
+  for (int r = 0; r < R; ++r)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int row = row0 + g + (i >= 2 ? 8 : 0), n = nt * 8 + 2 * t + (i & 1);
-      if (row >= a.N || n >= a.M) continue;
-      if constexpr (sizeof(Out) == 4) out[int64_t(n) * a.N + row] = acc[nt][i];
-      else out[int64_t(n) * a.N + row] = to_bf16(acc[nt][i]);
-    }
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int row = row0 + 16 * r + g + (i >= 2 ? 8 : 0), n = nt * 8 + 2 * t + (i & 1);
+        if (row >= a.N || n >= a.M) continue;
+        if constexpr (sizeof(Out) == 4) out[int64_t(n) * a.N + row] = acc[r][nt][i];
+        else out[int64_t(n) * a.N + row] = to_bf16(acc[r][nt][i]);
+      }
 }
 
-template <int NT, int KS>
+template <int R, int NT, int KS>
 cudaError_t launch_ks(const GemvArgs& a, cudaStream_t stream) {
-  const int groups = ceil_div(a.N, 16);
-  const dim3 grid(unsigned(ceil_div(groups, kWarps / KS)));
-  if (a.out_f32) return launch_kernel(gemv_tc_kernel<NT, KS, float>, grid, dim3(kWarps * 32), 0, stream, a);
-  return launch_kernel(gemv_tc_kernel<NT, KS, bf16>, grid, dim3(kWarps * 32), 0, stream, a);
+  const int tiles = ceil_div(a.N, 16 * R);
+  const dim3 grid(unsigned(ceil_div(tiles, kWarps / KS)));
+  if (a.out_f32) return launch_kernel(gemv_tc_kernel<R, NT, KS, float>, grid, dim3(kWarps * 32), 0, stream, a);
+  return launch_kernel(gemv_tc_kernel<R, NT, KS, bf16>, grid, dim3(kWarps * 32), 0, stream, a);
 }
 
+// Two 16-row groups per warp share each x fragment (x is re-read per 32 weight rows).
 template <int NT>
 cudaError_t launch_nt(const GemvArgs& a, cudaStream_t stream) {
-  // Split K until the row groups give about kTargetWarps warps, keeping every
+  constexpr int R = 2;
+  // Split K until the warp tiles give about kTargetWarps warps, keeping every
   // slice at least one chunk.
-  const int groups = ceil_div(a.N, 16), chunks = ceil_div(a.K, 32);
+  const int tiles = ceil_div(a.N, 16 * R), chunks = ceil_div(a.K, 32);
   int ks = 1;
-  while (ks < kWarps && groups * ks < kTargetWarps && 2 * ks <= chunks) ks *= 2;
+  while (ks < kWarps && tiles * ks < kTargetWarps && 2 * ks <= chunks) ks *= 2;
   switch (ks) {
-    case 1: return launch_ks<NT, 1>(a, stream);
-    case 2: return launch_ks<NT, 2>(a, stream);
-    case 4: return launch_ks<NT, 4>(a, stream);
-    default: return launch_ks<NT, 8>(a, stream);
+    case 1: return launch_ks<R, NT, 1>(a, stream);
+    case 2: return launch_ks<R, NT, 2>(a, stream);
+    case 4: return launch_ks<R, NT, 4>(a, stream);
+    default: return launch_ks<R, NT, 8>(a, stream);
   }
 }
 

@@ -4,12 +4,12 @@
 // prefix sharing; seeded sampling does not depend on the batch.
 #include <catch2/catch.hpp>
 
-#include <map>
 #include <random>
 #include <vector>
 
 #include "golden_cases.hpp"
 #include "photon/engine.hpp"
+#include "support/engine_run.hpp"
 #include "support/test_data.hpp"
 
 using namespace photon;
@@ -40,38 +40,10 @@ Request greedy(std::vector<int32_t> prompt, int32_t max_tokens) {
   return r;
 }
 
-// Submits request i before step arrival[i], steps until every request ends,
-// returns the generated tokens per request (REQUIREs a length finish).
-std::vector<std::vector<int32_t>> run_staggered(Engine& engine, const std::vector<Request>& reqs,
-                                                const std::vector<int32_t>& arrival) {
-  std::vector<RequestId> ids(reqs.size(), 0);
-  std::map<RequestId, std::vector<int32_t>> tokens;
-  std::map<RequestId, FinishReason> finish;
-  size_t submitted = 0;
-  std::vector<Event> events;
-  for (int32_t t = 0; submitted < reqs.size() || engine.has_work(); ++t) {
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      if (arrival[i] != t) continue;
-      auto id = engine.submit(reqs[i]);
-      REQUIRE(id.has_value());
-      ids[i] = *id;
-      ++submitted;
-    }
-    auto st = engine.step();
-    REQUIRE(st.has_value());
-    events.clear();
-    engine.poll(events);
-    for (const Event& e : events) {
-      if (e.token >= 0) tokens[e.request].push_back(e.token);
-      if (e.finish != FinishReason::none) finish[e.request] = e.finish;
-    }
-  }
-  std::vector<std::vector<int32_t>> out;
-  for (RequestId id : ids) {
-    CHECK(finish[id] == FinishReason::length);
-    out.push_back(tokens[id]);
-  }
-  return out;
+// The generated tokens of each request (CHECKs a length finish).
+std::vector<std::vector<int32_t>> staggered_tokens(Engine& engine, const std::vector<Request>& reqs,
+                                                   const std::vector<int32_t>& arrival) {
+  return tokens_of_length_runs(run_staggered(engine, reqs, arrival));
 }
 
 }  // namespace
@@ -121,7 +93,7 @@ TEST_CASE("engine on the CPU backend: batched greedy equals golden greedy", "[sc
           reqs.push_back(greedy(c.prompt, int32_t(c.greedy.size())));
           arrival.push_back(std::uniform_int_distribution<int32_t>(0, 3 * row.concurrency)(rng));
         }
-        const auto got = run_staggered(*engine, reqs, arrival);
+        const auto got = staggered_tokens(*engine, reqs, arrival);
         for (int32_t i = 0; i < row.concurrency; ++i) {
           INFO("request " << i << ", prompt length " << reqs[size_t(i)].prompt_tokens.size());
           CHECK(got[size_t(i)] == cases[size_t(i) % cases.size()].greedy);
@@ -162,7 +134,7 @@ TEST_CASE("engine on the CPU backend: shared prefixes change nothing", "[schedul
       REQUIRE(shared.has_value());
       std::vector<int32_t> arrival;
       for (size_t i = 0; i < reqs.size(); ++i) arrival.push_back(int32_t(i) * 2);
-      const auto got = run_staggered(*shared, reqs, arrival);
+      const auto got = staggered_tokens(*shared, reqs, arrival);
       for (size_t i = 0; i < reqs.size(); ++i) {
         INFO("request " << i);
         CHECK(got[i] == want[i]);
@@ -207,7 +179,7 @@ TEST_CASE("engine on the CPU backend: seeded sampling gives the same tokens what
   REQUIRE(engine.has_value());
   std::vector<int32_t> arrival;
   for (size_t i = 0; i < reqs.size(); ++i) arrival.push_back(int32_t(i % 5));
-  const auto got = run_staggered(*engine, reqs, arrival);
+  const auto got = staggered_tokens(*engine, reqs, arrival);
   CHECK(engine->metrics().preemptions > 0);
   for (size_t i = 0; i < reqs.size(); ++i) {
     INFO("request " << i);

@@ -18,11 +18,15 @@ using Clock = std::chrono::steady_clock;
 double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 struct EngineRun {
-  double total_s = 0;          // first submit to the last token
-  double decode_window_s = 0;  // the last request's first token to the last token
-  int64_t decode_window_tokens = 0;
-  int64_t steps = 0, decode_steps = 0;
-  double decode_steps_s = 0;   // wall time inside step() once every request decodes
+  double total_s = 0;  // first submit to the last token
+  // The full-batch window: from the end of the step that gave the last
+  // request its first token to the end of the last step before any request
+  // finished. Every step in it decodes all B requests; its time includes
+  // everything the host does between steps (poll, this loop).
+  double window_s = 0;
+  int64_t window_tokens = 0, window_steps = 0;
+  double window_step_s = 0;    // the part of window_s spent inside step()
+  int64_t steps = 0;
   std::vector<double> ttft_s;  // per request
 };
 
@@ -46,42 +50,50 @@ EngineRun run_once(EngineCore& core, int32_t B, int32_t P, int32_t G, const Engi
   for (size_t i = 0; i < reqs.size(); ++i) index[unwrap(core.submit(std::move(reqs[i])))] = i;
 
   int32_t finished = 0, with_first = 0;
-  bool all_decoding = false;
-  Clock::time_point t_all_first{}, t_end{};
+  bool window_started = false, in_window = false;
+  Clock::time_point t_window{}, t_end{};
   std::vector<Event> events;
   while (finished < B) {
     const auto ts = Clock::now();
     const StepStats stats = unwrap(core.step());
-    const auto te = Clock::now();
+    const auto t_stepped = Clock::now();
     ++run.steps;
-    if (all_decoding) {
-      ++run.decode_steps;
-      run.decode_steps_s += seconds_between(ts, te);
-    }
     events.clear();
     core.poll(events);
+    const auto te = Clock::now();
+    int64_t tokens = 0;
+    bool any_finish = false;
     for (const Event& e : events) {
       if (e.finish == FinishReason::error) fail("engine bench: a step failed: " + e.error);
       const size_t i = index.at(e.request);
       if (e.token >= 0) {
+        ++tokens;
         if (run.ttft_s[i] < 0) {
           run.ttft_s[i] = seconds_between(t0, te);
           ++with_first;
-        } else if (all_decoding) {
-          ++run.decode_window_tokens;
         }
       }
-      if (e.finish != FinishReason::none) ++finished;
+      if (e.finish != FinishReason::none) {
+        ++finished;
+        any_finish = true;
+      }
     }
-    if (!all_decoding && with_first == B) {
-      all_decoding = true;
-      t_all_first = te;
+    if (any_finish) in_window = false;
+    if (in_window) {
+      run.window_tokens += tokens;
+      ++run.window_steps;
+      run.window_step_s += seconds_between(ts, t_stepped);
+      run.window_s = seconds_between(t_window, te);
+    }
+    if (with_first == B && !window_started) {  // the window opens after this step
+      window_started = true;
+      in_window = !any_finish;
+      t_window = te;
     }
     if (stats.tokens == 0 && finished < B && !core.has_work()) fail("engine bench: the engine stopped with requests left");
     t_end = te;
   }
   run.total_s = seconds_between(t0, t_end);
-  run.decode_window_s = seconds_between(t_all_first, t_end);
   return run;
 }
 
@@ -123,8 +135,10 @@ nlohmann::json run_engine_bench(std::unique_ptr<Backend> backend, std::unique_pt
                       {"prompt", prompt},
                       {"generated", gen},
                       {"output_tok_s", double(b) * gen / r.total_s},
-                      {"decode_tok_s", r.decode_window_s > 0 ? double(r.decode_window_tokens) / r.decode_window_s : 0.0},
-                      {"ms_per_decode_step", r.decode_steps > 0 ? 1e3 * r.decode_steps_s / double(r.decode_steps) : 0.0},
+                      {"decode_tok_s", r.window_s > 0 ? double(r.window_tokens) / r.window_s : 0.0},
+                      {"ms_per_decode_step", r.window_steps > 0 ? 1e3 * r.window_s / double(r.window_steps) : 0.0},
+                      {"ms_in_step_per_decode_step", r.window_steps > 0 ? 1e3 * r.window_step_s / double(r.window_steps) : 0.0},
+                      {"decode_window_steps", r.window_steps},
                       {"ttft_ms_p50", 1e3 * percentile(r.ttft_s, 0.5)},
                       {"ttft_ms_max", 1e3 * percentile(r.ttft_s, 1.0)},
                       {"steps", r.steps},

@@ -30,9 +30,10 @@ struct EngineBenchArgs {
 // num_blocks blocks of block_size, enough for max(batches) requests of the
 // longest shape). Returns one JSON object per (shape, batch) run:
 // batch, prompt, generated, output_tok_s (B*G / submit-to-last-token time),
-// decode_tok_s (tokens generated after the last request's first token / the
-// time from then to the end: the steady decode rate with every sequence
-// running), ttft_ms_p50 / _max, steps, ms_per_decode_step.
+// decode_tok_s and ms_per_decode_step over the full-batch window (every
+// request decoding, none finished yet: B tokens per step; wall time between
+// steps included), ms_in_step_per_decode_step (the part inside step()),
+// decode_window_steps, ttft_ms_p50 / _max, steps, total_s.
 nlohmann::json run_engine_bench(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model, int32_t num_blocks,
                                 int32_t block_size, const EngineBenchArgs& args);
 

@@ -267,7 +267,7 @@ void run_bench(const BenchArgs& a) {
                r["floor_tok_s"].get<double>());
   fmt::print("peak device memory: {:.2f} GiB\n", out["peak_device_memory_GiB"].get<double>());
   if (!out.contains("engine")) return;
-  fmt::print("through the engine (requests submitted at once; scheduler, chunked prefill, events):\n");
+  fmt::print("through the engine (requests submitted at once; decode tok/s and ms/step while all B decode):\n");
   fmt::print("{:>6} {:>7} {:>6} {:>13} {:>12} {:>10} {:>10} {:>10}\n", "batch", "prompt", "gen", "output tok/s",
              "decode tok/s", "ms/step", "TTFT p50", "TTFT max");
   for (const auto& r : out["engine"])

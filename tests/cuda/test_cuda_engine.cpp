@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -111,35 +110,19 @@ void report(const char* what, const Agreement& a) {
 }  // namespace
 
 TEST_CASE("cuda engine: batched, chunked and preempting runs agree with lone runs", "[cuda]") {
-  struct Row {
-    int32_t concurrency, kv_blocks, block_size, max_batch_tokens, max_seqs;
-  };
-  // Each request needs at most 300 + 32 tokens: 21 blocks of 16, 42 of 8.
-  const Row rows[] = {
-      {5, 128, 16, 2048, 8},   // all cases at once
-      {10, 128, 16, 7, 16},    // prefill in chunks of 7 tokens
-      {24, 23, 16, 96, 24},    // barely one long request's blocks: constant preemption
-      {64, 100, 8, 160, 64},   // 64 concurrent, staggered, preempting
-      {40, 400, 16, 512, 40},  // 40 at once: a decode batch bucket above 32
-  };
   for (const char* model : {"llama3-tiny", "qwen3-tiny"}) {
     const auto cases = load_golden_cases(model);
     std::vector<Request> lone_reqs;
     for (const GoldenCase& c : cases) lone_reqs.push_back(greedy(c.prompt, int32_t(c.greedy.size())));
     const std::vector<RequestRun> alone = run_alone(model, lone_reqs);
-    for (const Row& row : rows) {
+    for (const BatchScenario& row : batch_scenarios()) {
       DYNAMIC_SECTION(model << ": " << row.concurrency << " requests, " << row.kv_blocks << "x" << row.block_size
                             << " KV, " << row.max_batch_tokens << " tokens/step") {
         auto engine = Engine::open(cuda_options(model, row.kv_blocks, row.block_size, row.max_batch_tokens, row.max_seqs));
         REQUIRE(engine.has_value());
         std::vector<Request> reqs;
-        std::vector<int32_t> arrival;
-        std::mt19937 rng(uint32_t(row.concurrency));
-        for (int32_t i = 0; i < row.concurrency; ++i) {
-          reqs.push_back(lone_reqs[size_t(i) % cases.size()]);
-          arrival.push_back(std::uniform_int_distribution<int32_t>(0, 3 * row.concurrency)(rng));
-        }
-        const auto got = run_staggered(*engine, reqs, arrival);
+        for (int32_t i = 0; i < row.concurrency; ++i) reqs.push_back(lone_reqs[size_t(i) % cases.size()]);
+        const auto got = run_staggered(*engine, reqs, random_arrivals(row.concurrency));
         Agreement a;
         for (int32_t i = 0; i < row.concurrency; ++i) {
           INFO("request " << i << ", prompt length " << reqs[size_t(i)].prompt_tokens.size());
@@ -159,16 +142,8 @@ TEST_CASE("cuda engine: batched, chunked and preempting runs agree with lone run
 
 TEST_CASE("cuda engine: shared prefixes agree with lone runs", "[cuda]") {
   const auto cases = load_golden_cases("llama3-tiny");
-  const std::vector<int32_t>& base = cases.back().prompt;  // 300 tokens
   std::vector<Request> reqs;
-  std::mt19937 rng(5);
-  for (int32_t i = 0; i < 16; ++i) {
-    // A long shared prefix (cut at block boundaries and inside blocks) + a private suffix.
-    const int32_t keep = 40 + 17 * i;
-    std::vector<int32_t> p(base.begin(), base.begin() + keep);
-    for (int32_t k = 0; k < 1 + i % 5; ++k) p.push_back(std::uniform_int_distribution<int32_t>(0, 1023)(rng));
-    reqs.push_back(greedy(p, 12));
-  }
+  for (auto& p : shared_prefix_prompts(cases.back().prompt)) reqs.push_back(greedy(std::move(p), 12));  // of 300 tokens
   const std::vector<RequestRun> alone = run_alone("llama3-tiny", reqs);
   for (int32_t block_size : {16, 5}) {
     DYNAMIC_SECTION("block size " << block_size) {

@@ -48,7 +48,7 @@ inline std::vector<BatchScenario> batch_scenarios() {
 
 // Arrival step of each of n requests, uniform in [0, 3n] (seeded by n).
 inline std::vector<int32_t> random_arrivals(int32_t n) {
-  std::mt19937 rng(uint32_t(n));
+  std::mt19937 rng(static_cast<uint32_t>(n));
   std::vector<int32_t> arrival;
   for (int32_t i = 0; i < n; ++i) arrival.push_back(std::uniform_int_distribution<int32_t>(0, 3 * n)(rng));
   return arrival;

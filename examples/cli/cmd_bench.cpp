@@ -46,6 +46,7 @@ struct BenchArgs {
   uint64_t seed = 1;
   bool cuda_graphs = true;
   bool engine = false;        // also run the batched shapes through the engine
+  bool mma_decode_matmul = false;
   bool int8 = false;          // quantize the linear layers at load (ModelLoadOptions::int8_weights)
   int32_t int8_group = 128;   // with int8: input features per scale
 };
@@ -98,7 +99,7 @@ Setup open_model(const BenchArgs& a) {
   Setup s;
   if (a.backend == "cuda") {
 #if defined(PHOTON_HAVE_CUDA)
-    s.backend = unwrap(make_cuda_backend(CudaBackendOptions{.cuda_graphs = a.cuda_graphs}));
+    s.backend = unwrap(make_cuda_backend(CudaBackendOptions{.cuda_graphs = a.cuda_graphs, .mma_decode_matmul = a.mma_decode_matmul}));
     s.device = cuda_device_name(*s.backend);
     s.copy_bandwidth = unwrap(cuda_copy_bandwidth(*s.backend, size_t(2) << 30, 20));
 #else
@@ -164,6 +165,7 @@ void run_bench(const BenchArgs& a) {
   out["load_seconds"] = load_s;
   out["temperature"] = a.temperature;
   out["cuda_graphs"] = a.cuda_graphs;
+  out["mma_decode_matmul"] = a.mma_decode_matmul;
   out["copy_bandwidth_GBps"] = s.copy_bandwidth / 1e9;
 
   // Warm-up: one pass of every step shape used below (graph capture, cuBLASLt heuristics).
@@ -313,6 +315,9 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
   app.add_option("--cuda-graphs", a->cuda_graphs, "Replay decode steps from CUDA graphs (true|false)")->default_val(true);
   app.add_flag("--engine", a->engine,
                "Also run the batched shapes through the engine (scheduler, chunked prefill, events)");
+  app.add_option("--mma-decode-matmul", a->mma_decode_matmul,
+                 "2..64-row matmuls on the tensor-core gemv_mma kernel instead of cuBLASLt (true|false)")
+      ->default_val(false);
   app.add_flag("--json", a->json, "Print one JSON object");
   app.add_flag("--int8", a->int8, "Quantize the linear layers to group-wise int8 at load");
   app.add_option("--int8-group", a->int8_group, "With --int8: input features per scale")->default_val(128);

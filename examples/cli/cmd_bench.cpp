@@ -44,6 +44,7 @@ struct BenchArgs {
   float temperature = 1.0f;
   uint64_t seed = 1;
   bool cuda_graphs = true;
+  bool cuda_fused_gemv = true;
 };
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -87,7 +88,7 @@ Setup open_model(const BenchArgs& a) {
   Setup s;
   if (a.backend == "cuda") {
 #if defined(PHOTON_HAVE_CUDA)
-    s.backend = unwrap(make_cuda_backend(CudaBackendOptions{.cuda_graphs = a.cuda_graphs}));
+    s.backend = unwrap(make_cuda_backend(CudaBackendOptions{.cuda_graphs = a.cuda_graphs, .fused_gemv = a.cuda_fused_gemv}));
     s.device = cuda_device_name(*s.backend);
     s.copy_bandwidth = unwrap(cuda_copy_bandwidth(*s.backend, size_t(2) << 30, 20));
 #else
@@ -148,6 +149,7 @@ void run_bench(const BenchArgs& a) {
   out["load_seconds"] = load_s;
   out["temperature"] = a.temperature;
   out["cuda_graphs"] = a.cuda_graphs;
+  out["cuda_fused_gemv"] = a.cuda_fused_gemv;
   out["copy_bandwidth_GBps"] = s.copy_bandwidth / 1e9;
 
   // Warm-up: one pass of every step shape used below (graph capture, cuBLASLt heuristics).
@@ -275,6 +277,9 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
   app.add_option("--temperature", a->temperature, "Sampling temperature of every step (0 = greedy)")->default_val(1.0);
   app.add_option("--seed", a->seed, "Seed of the random weights, prompts and sampling")->default_val(1);
   app.add_option("--cuda-graphs", a->cuda_graphs, "Replay decode steps from CUDA graphs (true|false)")->default_val(true);
+  app.add_option("--cuda-fused-gemv", a->cuda_fused_gemv,
+                 "Fold one-row residual add + RMSNorm and SiLU-mul into the next GEMV (true|false)")
+      ->default_val(true);
   app.add_flag("--json", a->json, "Print one JSON object");
   app.callback([a] {
     if (a->decode_tokens < 2 || a->repeats < 1 || a->max_batch_tokens < 1) fail("--decode-tokens >= 2, --repeats >= 1");

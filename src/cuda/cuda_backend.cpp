@@ -380,7 +380,7 @@ class CudaBackend final : public Backend {
                        normed.dtype == DType::bf16 && out.dtype == DType::bf16;
     const bool norm_ok = (w.dtype == DType::bf16 || w.dtype == DType::f32) && w.numel() == K && w.data != nullptr;
     const int64_t M = K > 0 && x.numel() % K == 0 ? x.numel() / K : 0, N = W.w.rank == 2 ? W.w.dim(0) : 0;
-    if (bf16s && norm_ok && M >= 1 && M <= cuda::kGemvMaxRows && residual.numel() == M * K &&
+    if (options_.fused_gemv && bf16s && norm_ok && M >= 1 && M <= cuda::kGemvMaxRows && residual.numel() == M * K &&
         normed.numel() == M * K && out.numel() == M * N && N < (int64_t(1) << 31) && !overlaps(out, residual) &&
         !overlaps(out, x)) {
       cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(N), int32_t(K), false};
@@ -402,8 +402,8 @@ class CudaBackend final : public Backend {
                        out.dtype == DType::bf16;
     const int64_t M = K > 0 && gate_up.numel() % (2 * K) == 0 ? gate_up.numel() / (2 * K) : 0;
     const int64_t N = W.w.rank == 2 ? W.w.dim(0) : 0;
-    if (bf16s && M >= 1 && M <= cuda::kGemvMaxRows && gate_up.rank >= 1 && gate_up.dim(0) == M && mlp.numel() == M * K &&
-        out.numel() == M * N && N < (int64_t(1) << 31) && !overlaps(out, gate_up)) {
+    if (options_.fused_gemv && bf16s && M >= 1 && M <= cuda::kGemvMaxRows && gate_up.rank >= 1 &&
+        gate_up.dim(0) == M && mlp.numel() == M * K && out.numel() == M * N && N < (int64_t(1) << 31) && !overlaps(out, gate_up)) {
       cuda::GemvArgs g{out.data, bf(gate_up), bf(W.w), int32_t(M), int32_t(N), int32_t(K), false};
       g.prologue = cuda::GemvPrologue::silu_mul;
       if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);

@@ -17,6 +17,7 @@ struct CudaBackendOptions {
   size_t gemm_workspace_bytes = size_t(32) << 20;  // cuBLASLt workspace, reused by every matmul
   bool cuda_graphs = true;                     // replay decode-only steps from per-batch-size CUDA graphs
   int32_t max_graph_batch = 256;               // the largest decode batch that gets a graph
+  bool fused_gemv = true;                      // one-row add_rmsnorm_matmul / silu_mul_matmul as GEMV prologues
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,

@@ -10,7 +10,13 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kUnroll = 8;  // 16-byte weight loads in flight per lane
 // Shared memory for the staged x rows of a prologue: without an opt-in a block may use 48 KiB.
-constexpr int64_t kMaxStagedBytes = 48 * 1024;
+// Shared memory for the staged x rows of a prologue: a block may use 48 KiB
+// without an opt-in; the kernel's static shared memory takes < 1 KiB of it.
+constexpr int64_t kMaxStagedBytes = 40 * 1024;
+
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
 
 // Builds the M staged x rows [M, K] (bf16, shared memory) of a prologue; all
 // threads of the block call it, after pdl_wait().
@@ -27,13 +33,18 @@ __device__ void stage_rows(const GemvArgs& a, bf16* xs) {
     bf16* row = xs + int64_t(m) * K;
     if constexpr (P == GemvPrologue::silu_mul) {
       const bf16* g = a.x + int64_t(m) * 2 * K;
-      for (int i = threadIdx.x * 8; i < K; i += kThreads * 8) {
-        float gv[8], uv[8], ov[8];
-        load_bf16x8(g + i, gv);
-        load_bf16x8(g + K + i, uv);
+      for (int i = threadIdx.x * 8; i < K; i += kThreads * 8) {  // pairwise: fewer live registers than 3 x 8 floats
+        const uint4 gr = *reinterpret_cast<const uint4*>(g + i), ur = *reinterpret_cast<const uint4*>(g + K + i);
+        const bf162* gh = reinterpret_cast<const bf162*>(&gr);
+        const bf162* uh = reinterpret_cast<const bf162*>(&ur);
+        uint4 o;
+        bf162* oh = reinterpret_cast<bf162*>(&o);
 #pragma unroll
-        for (int k = 0; k < 8; ++k) ov[k] = silu_times(gv[k], uv[k]);
-        store_bf16x8(row + i, ov);
+        for (int k = 0; k < 4; ++k) {
+          const float2 gf = __bfloat1622float2(gh[k]), uf = __bfloat1622float2(uh[k]);
+          oh[k] = __floats2bfloat162_rn(silu_times(gf.x, uf.x), silu_times(gf.y, uf.y));
+        }
+        *reinterpret_cast<uint4*>(row + i) = o;
       }
     } else {
       const bf16* x = a.x + int64_t(m) * K;
@@ -91,9 +102,11 @@ __device__ void update_residual_once(const GemvArgs& a) {
 // Block of kWarps warps serving kWarps / KS output columns; the KS warps of a
 // column split its K range (interleaved 16-byte chunks) and meet in shared
 // memory. KS > 1 when N alone gives too few warps to keep DRAM busy.
-// The first kUnroll weight loads of each lane are issued before pdl_wait()
-// (weights are never written by kernels), so they overlap the previous
-// kernel's tail; x (or the prologue's inputs) is read after it.
+// Before pdl_wait() each lane prefetches its first kUnroll weight chunks into
+// L2 (weights are never written by kernels), so weight streaming overlaps the
+// previous kernel's tail without holding registers (loads into registers
+// there raised the kernel from 36 to 50-76 registers and cut occupancy);
+// x (or the prologue's inputs) is read after it.
 template <int M, int KS, class Out, GemvPrologue P>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   constexpr int kCols = kWarps / KS;
@@ -109,10 +122,10 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   const uint4* w = reinterpret_cast<const uint4*>(a.w + int64_t(active ? n : 0) * a.K);
   const int c0 = slice * 32 + lane;
 
-  uint4 first[kUnroll];
+  if (active)
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u)
-    first[u] = active && c0 + kStep * u < chunks ? __ldcs(w + c0 + kStep * u) : make_uint4(0u, 0u, 0u, 0u);
+    for (int u = 0; u < kUnroll; ++u)
+      if (c0 + kStep * u < chunks) prefetch_l2(w + c0 + kStep * u);
   pdl_wait();
   pdl_launch_dependents();
 
@@ -141,10 +154,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
         for (int e = 0; e < 8; ++e) acc[m] += wf[e] * xf[e];
       }
     };
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (c0 + kStep * u < chunks) accumulate(first[u], c0 + kStep * u);
-    int c = c0 + kStep * kUnroll;
+    int c = c0;
     for (; c + kStep * (kUnroll - 1) < chunks; c += kStep * kUnroll) {
       uint4 wv[kUnroll];
 #pragma unroll
@@ -221,7 +231,7 @@ bool gemv_applies(const GemvArgs& a) {
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream) {
   if (!gemv_applies(a))
     return bad_launch("gemv", "needs M = 1, K % 8 == 0, 16-byte aligned x and w (and a prologue's inputs), a bf16 "
-                              "output and staged rows within 48 KiB for a prologue");
+                              "output and staged rows within 40 KiB for a prologue");
   static_assert(kGemvMaxRows == 1, "instantiate the kernel for every dispatched row count");
   PHOTON_CUDA_TRY(launch_m<1>(a, stream));
   return {};

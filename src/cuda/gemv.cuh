@@ -19,7 +19,7 @@
 //    DRAM traffic is the weights' plus one 2*M*K residual write.
 //  * silu_mul: x is gate_up [M, 2K]; rows silu(x[:, :K]) * x[:, K:] as the
 //    silu_mul kernel forms them. Per block it reads 4*M*K bytes.
-// A prologue needs a bf16 output and M*K*2 <= 48 KiB of staged rows.
+// A prologue needs a bf16 output and M*K*2 <= 40 KiB of staged rows.
 #pragma once
 
 #include <cuda_bf16.h>

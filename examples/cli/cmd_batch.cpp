@@ -116,7 +116,7 @@ void setup(CLI::App& app) {
   app.add_option("--max-seqs", args->max_seqs, "sequences running at once")->capture_default_str();
   app.add_option("--backend", args->backend, "cpu, cuda or auto")->capture_default_str();
   app.add_option("--threads", args->threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
-  app.add_flag("--int8", args->int8, "quantize the linear layers to group-wise int8 at load (cpu backend)");
+  app.add_flag("--int8", args->int8, "quantize the linear layers to group-wise int8 at load");
   app.add_option("--int8-group", args->int8_group, "with --int8: input features per scale")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();

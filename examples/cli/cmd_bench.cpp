@@ -1,6 +1,6 @@
 // photon bench: speed of a model on a backend, on a real model folder or on
 // random bf16 weights of any config.json (speed does not depend on weight
-// values). Reports single-stream decode tok/s, time to first token, prefill
+// values); --int8 quantizes the linear layers to group-wise int8 at load. Reports single-stream decode tok/s, time to first token, prefill
 // tok/s, aggregate decode tok/s of B sequences decoding together (for each
 // prompt/output shape), peak device memory, and the decode step's achieved
 // memory bandwidth against the measured device-to-device copy bandwidth.
@@ -45,6 +45,8 @@ struct BenchArgs {
   uint64_t seed = 1;
   bool cuda_graphs = true;
   bool cuda_fused_gemv = true;
+  bool int8 = false;          // quantize the linear layers at load (ModelLoadOptions::int8_weights)
+  int32_t int8_group = 128;   // with int8: input features per scale
 };
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -68,11 +70,18 @@ std::pair<int32_t, int32_t> parse_shape(const std::string& s) {
 
 // Bytes a decode step must read: every linear weight (the LM head included)
 // plus the K and V of `context` tokens per sequence; the embedding table is
-// read only for the step's rows unless it is the (tied) LM head.
-double decode_bytes_per_step(const ModelConfig& c, int64_t batch, int64_t context) {
+// read only for the step's rows unless it is the (tied) LM head. With
+// int8_group > 0 the layers' linear weights are int8 codes (1 byte each) plus
+// one f32 scale per int8_group inputs of a row; the LM head stays bf16.
+double decode_bytes_per_step(const ModelConfig& c, int64_t batch, int64_t context, int32_t int8_group) {
   const double H = c.hidden_size, I = c.intermediate_size, L = c.num_layers;
-  const double per_layer = H * c.qkv_dim() + double(c.q_dim()) * H + 3.0 * H * I;
-  const double weights = 2.0 * (L * per_layer + double(c.vocab_size) * H);
+  auto linear = [&](double N, int64_t K) {  // one [N, K] weight
+    if (int8_group <= 0) return 2.0 * N * double(K);
+    return N * (double(K) + 4.0 * double((K + int8_group - 1) / int8_group));
+  };
+  const double per_layer = linear(double(c.qkv_dim()), c.hidden_size) + linear(H, c.q_dim()) +
+                           linear(2.0 * I, c.hidden_size) + linear(H, c.intermediate_size);
+  const double weights = L * per_layer + 2.0 * double(c.vocab_size) * H;
   const double kv = 2.0 * 2.0 * L * double(c.kv_dim()) * double(context) * double(batch);
   return weights + kv;
 }
@@ -100,6 +109,9 @@ Setup open_model(const BenchArgs& a) {
   } else {
     fail("--backend must be cuda or cpu");
   }
+  ModelLoadOptions load;
+  load.int8_weights = a.int8;
+  load.int8_group_size = a.int8_group;
   if (a.random_weights) {
     if (a.config.empty()) fail("--random-weights needs --config FILE");
     std::ifstream f(a.config);
@@ -107,10 +119,10 @@ Setup open_model(const BenchArgs& a) {
     std::stringstream text;
     text << f.rdbuf();
     const ModelConfig config = unwrap(ModelConfig::parse(text.str(), a.config));
-    s.model = unwrap(Model::create_random(config, *s.backend, a.seed));
+    s.model = unwrap(Model::create_random(config, *s.backend, a.seed, load));
   } else {
     if (a.model.empty()) fail("give --model DIR, or --config FILE --random-weights");
-    s.model = unwrap(Model::load(a.model, *s.backend));
+    s.model = unwrap(Model::load(a.model, *s.backend, load));
   }
   return s;
 }
@@ -124,6 +136,7 @@ void run_bench(const BenchArgs& a) {
   Backend& b = *s.backend;
   Model& m = *s.model;
   const ModelConfig& c = m.config();
+  const int32_t int8_group = a.int8 ? a.int8_group : 0;  // 0: the linear weights are bf16
 
   // One KV pool for the largest run: every sequence owns blocks_per_seq blocks.
   constexpr int32_t kBlock = 16;
@@ -145,6 +158,7 @@ void run_bench(const BenchArgs& a) {
   out["device"] = s.device;
   out["backend"] = a.backend;
   out["model"] = a.random_weights ? a.config + " (random bf16 weights)" : a.model;
+  out["weights"] = a.int8 ? fmt::format("int8, group {}", a.int8_group) : std::string("checkpoint dtype");
   out["architecture"] = c.architecture;
   out["load_seconds"] = load_s;
   out["temperature"] = a.temperature;
@@ -171,7 +185,7 @@ void run_bench(const BenchArgs& a) {
       step_s = t / double(a.decode_tokens - 1);
     }
     const double tok_s = median(rates);
-    const double bytes = decode_bytes_per_step(c, 1, a.decode_prompt + a.decode_tokens / 2);
+    const double bytes = decode_bytes_per_step(c, 1, a.decode_prompt + a.decode_tokens / 2, int8_group);
     out["single_stream"] = {{"prompt", a.decode_prompt},
                             {"generated", a.decode_tokens},
                             {"decode_tok_s", tok_s},
@@ -217,7 +231,7 @@ void run_bench(const BenchArgs& a) {
         for (int32_t i = 1; i < gen; ++i) unwrap(d.decode_step());
         const double decode_s = seconds_since(t1);
         const double agg = double(bsz) * double(gen - 1) / decode_s;
-        const double bytes = decode_bytes_per_step(c, bsz, prompt + gen / 2);
+        const double bytes = decode_bytes_per_step(c, bsz, prompt + gen / 2, int8_group);
         runs.push_back({{"batch", bsz},
                         {"prompt", prompt},
                         {"generated", gen},
@@ -239,8 +253,9 @@ void run_bench(const BenchArgs& a) {
     fmt::print("{}\n", out.dump(2));
     return;
   }
-  fmt::print("photon bench: {} on {} ({}), load {:.1f} s, copy bandwidth {:.0f} GB/s\n", out["model"].get<std::string>(),
-             s.device, a.backend, load_s, s.copy_bandwidth / 1e9);
+  fmt::print("photon bench: {} on {} ({}), weights {}, load {:.1f} s, copy bandwidth {:.0f} GB/s\n",
+             out["model"].get<std::string>(), s.device, a.backend, out["weights"].get<std::string>(), load_s,
+             s.copy_bandwidth / 1e9);
   const auto& ss = out["single_stream"];
   fmt::print("single stream: {:.1f} tok/s ({:.3f} ms/token), {:.0f} GB/s achieved, floor {:.0f} tok/s\n",
              ss["decode_tok_s"].get<double>(), ss["ms_per_token"].get<double>(), ss["achieved_GBps"].get<double>(),
@@ -281,6 +296,8 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
                  "Fold one-row residual add + RMSNorm and SiLU-mul into the next GEMV (true|false)")
       ->default_val(true);
   app.add_flag("--json", a->json, "Print one JSON object");
+  app.add_flag("--int8", a->int8, "Quantize the linear layers to group-wise int8 at load");
+  app.add_option("--int8-group", a->int8_group, "With --int8: input features per scale")->default_val(128);
   app.callback([a] {
     if (a->decode_tokens < 2 || a->repeats < 1 || a->max_batch_tokens < 1) fail("--decode-tokens >= 2, --repeats >= 1");
     for (int32_t bsz : a->batches)

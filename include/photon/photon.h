@@ -292,7 +292,7 @@ typedef enum photon_backend {
 /* How the linear layers' weights (q/k/v, o, gate/up, down) are kept. */
 typedef enum photon_weights {
   PHOTON_WEIGHTS_AUTO = 0, /* the checkpoint's dtype, as the backend stores it */
-  PHOTON_WEIGHTS_INT8 = 1  /* symmetric int8, one f32 scale per int8_group_size inputs (CPU backend) */
+  PHOTON_WEIGHTS_INT8 = 1  /* symmetric int8, one f32 scale per int8_group_size inputs (CPU and CUDA backends) */
 } photon_weights;
 
 /* Options of photon_engine_open. The KV cache is sized by at most one of

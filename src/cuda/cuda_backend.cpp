@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/quantize.hpp"
 #include "core/try.hpp"
 #include "cuda/cuda_status.hpp"
 #include "cuda/decode_attention.cuh"
@@ -21,6 +22,7 @@
 #include "cuda/gather_rows.cuh"
 #include "cuda/gemm.hpp"
 #include "cuda/gemv.cuh"
+#include "cuda/gemv_int8.cuh"
 #include "cuda/plan_staging.hpp"
 #include "cuda/prefill_attention.cuh"
 #include "cuda/rmsnorm.cuh"
@@ -89,6 +91,7 @@ class CudaBackend final : public Backend {
     sampler_.reset();
     gemm_.reset();
     gemm_workspace_ = Buffer();
+    int8_workspace_ = Buffer();
     attention_workspace_ = Buffer();
     attention_arrivals_ = Buffer();
     gemv_arrivals_ = Buffer();
@@ -108,6 +111,7 @@ class CudaBackend final : public Backend {
   std::string_view name() const noexcept override { return "cuda"; }
   DType activation_dtype() const noexcept override { return DType::bf16; }
   DType kv_dtype() const noexcept override { return DType::bf16; }
+  bool supports_int8_weights() const noexcept override { return true; }
   DType weight_dtype(DType stored) const noexcept override {
     return stored == DType::i8 || stored == DType::i32 ? stored : DType::bf16;
   }
@@ -222,8 +226,7 @@ class CudaBackend final : public Backend {
 
   Result<void> matmul(Tensor out, Tensor x, const Weight& W) override {
     const char* op = "matmul";
-    if (W.w.dtype == DType::i8)
-      return fail(Errc::unsupported, "cuda matmul: int8 weights are not supported by the CUDA backend");
+    if (W.w.dtype == DType::i8) return matmul_int8(out, x, W);
     PHOTON_TRY(expect(op, "W", W.w, DType::bf16));
     PHOTON_TRY(expect(op, "x", x, DType::bf16));
     if (W.w.rank != 2) return mismatch(op, "W must be [N, K], got " + shape_string(W.w));
@@ -486,6 +489,46 @@ class CudaBackend final : public Backend {
     return {};
   }
 
+  // matmul with an i8 Weight (codes [N, K], f32 scales [N, ceil(K / group)]):
+  // the int8 GEMV for M <= kGemvInt8MaxRows, else the weight dequantized to
+  // bf16 into int8_workspace_ (grown to the largest layer seen, N * K * 2
+  // bytes, and kept) and the bf16 cuBLASLt product.
+  Status matmul_int8(Tensor out, Tensor x, const Weight& W) {
+    const char* op = "matmul";
+    PHOTON_TRY(expect(op, "W", W.w, DType::i8));
+    PHOTON_TRY(expect(op, "x", x, DType::bf16));
+    if (W.w.rank != 2) return mismatch(op, "int8 W must be [N, K], got " + shape_string(W.w));
+    if (out.dtype != DType::bf16 && out.dtype != DType::f32)
+      return mismatch(op, "out must be bf16 or f32, got " + shape_string(out));
+    const int64_t N = W.w.dim(0), K = W.w.dim(1);
+    if (W.group_size <= 0) return mismatch(op, "int8 W needs a positive group size, got " + std::to_string(W.group_size));
+    PHOTON_TRY(expect(op, "W.scales", W.scales, DType::f32));
+    const int64_t groups = int8_group_count(K, W.group_size);
+    if (W.scales.rank != 2 || W.scales.dim(0) != N || W.scales.dim(1) != groups)
+      return mismatch(op, "int8 W.scales must be [N = " + std::to_string(N) + ", ceil(K / " +
+                              std::to_string(W.group_size) + ") = " + std::to_string(groups) + "], got " +
+                              shape_string(W.scales));
+    if (K <= 0 || x.numel() % K != 0) return mismatch(op, "x " + shape_string(x) + " is not rows of K = " + std::to_string(K));
+    const int64_t M = x.numel() / K;
+    if (out.numel() != M * N)
+      return mismatch(op, "out " + shape_string(out) + " must be [M = " + std::to_string(M) + ", N = " + std::to_string(N) + "]");
+    if (M == 0) return {};
+    if (out.data == nullptr) return fail(Errc::invalid_argument, "cuda matmul: out has no data");
+    if (N >= (int64_t(1) << 31) || K >= (int64_t(1) << 31))
+      return mismatch(op, "int8 W " + shape_string(W.w) + " has a dimension beyond 2^31 - 1");
+    const cuda::GemvInt8Args g{out.data, bf(x), W.w.as<const int8_t>(), W.scales.as<const float>(), int32_t(M),
+                               int32_t(N), int32_t(K), W.group_size, out.dtype == DType::f32};
+    if (M <= cuda::kGemvInt8MaxRows) return cuda::launch_gemv_int8(g, stream_);
+    const size_t bytes = size_t(N) * size_t(K) * sizeof(bf16_t);
+    if (int8_workspace_.size() < bytes) {
+      int8_workspace_ = Buffer();
+      PHOTON_ASSIGN_OR_RETURN(int8_workspace_, allocate(bytes));
+    }
+    auto* wide = static_cast<bf16_t*>(int8_workspace_.data());
+    PHOTON_TRY(cuda::launch_dequantize_int8({wide, g.w, g.scales, N, int32_t(K), W.group_size}, stream_));
+    return gemm_->run(out.data, out.dtype, x.data, wide, M, N, K, stream_);
+  }
+
   struct GraphKey {
     int32_t bucket, width;
     bool operator<(const GraphKey& o) const { return bucket != o.bucket ? bucket < o.bucket : width < o.width; }
@@ -514,6 +557,7 @@ class CudaBackend final : public Backend {
   cuda::PlanStaging staging_;
   Buffer gemm_workspace_;
   std::unique_ptr<cuda::Gemm> gemm_;
+  Buffer int8_workspace_;  // bf16 copy of one int8 weight for large-M products (matmul_int8)
   Buffer attention_workspace_;  // decode split partials
   Buffer attention_arrivals_;   // decode split arrival counters (zero between launches)
   Buffer gemv_arrivals_;        // the add_rmsnorm GEMV's arrival counter (zero between launches)

@@ -248,3 +248,64 @@ TEST_CASE("cuda graph replay gives the logits of eager decode steps", "[cuda]") 
     }
   }
 }
+
+// int8 weights (ModelLoadOptions::int8_weights) on both backends. The loader
+// quantizes on the host, so both hold the same codes and scales and the GPU's
+// logits differ from the CPU's only as in the bf16 case above: bf16
+// activations, plus (prompts over 16 tokens, the dequantize + cuBLASLt path)
+// one bf16 rounding of each dequantized weight, the size of the rounding a
+// bf16 checkpoint's weights already carry. So kGoldenTol bounds them too.
+// Prompts of 1 and 5 tokens and every decode step run the int8 GEMV (decode
+// steps replayed from CUDA graphs); llama3-tiny ties its LM head to the
+// (bf16) embedding, qwen3-tiny has its own. Group 128 leaves shorter last
+// groups (K = 192, 160 in the MLP) on the fast path, group 20 takes the
+// general path.
+TEST_CASE("cuda int8 weights: golden models' logits match the CPU backend's int8 logits", "[cuda]") {
+  for (const char* name : {"llama3-tiny", "qwen3-tiny"}) {
+    for (int32_t group : {128, 20}) {
+      const std::string dir = golden_dir(name);
+      CAPTURE(name, group);
+      const ModelLoadOptions int8{.int8_weights = true, .int8_group_size = group};
+      auto gpu = cuda_backend();
+      auto cpu = cpu_reference();
+      auto gm = Model::load(dir, *gpu, int8);
+      REQUIRE(gm.has_value());
+      auto cm = Model::load(dir, *cpu, int8);
+      REQUIRE(cm.has_value());
+      const int32_t V = (*gm)->config().vocab_size;
+      std::mt19937 rng(23);
+      double worst = 0;
+      for (const GoldenCase& c : read_cases(dir)) {
+        const int32_t T = int32_t(c.prompt.size()), steps = int32_t(c.greedy.size());
+        CAPTURE(c.name, T);
+        Driver g(*gpu, **gm, T + steps, rng), k(*cpu, **cm, T + steps, rng);
+        const auto gl = g.feed(c.prompt, 0, T, c.first);
+        const auto cl = k.feed(c.prompt, 0, T, c.first);
+        REQUIRE(gl.size() == cl.size());
+        worst = std::max(worst, rel_error(gl, cl));
+        CHECK(rel_error(gl, cl) < kGoldenTol);
+        // teacher-forced decode of the golden continuation; the GPU's greedy
+        // pick is the CPU int8 argmax wherever the CPU margin exceeds twice
+        // the row's largest GPU-CPU logit difference
+        std::vector<int32_t> ids = c.prompt;
+        for (int32_t s = 1; s < steps; ++s) {
+          ids.push_back(c.greedy[size_t(s - 1)]);
+          const auto grow = g.feed(ids, int32_t(ids.size()) - 1, 1, 0);
+          const auto crow = k.feed(ids, int32_t(ids.size()) - 1, 1, 0);
+          REQUIRE(grow.size() == size_t(V));
+          worst = std::max(worst, rel_error(grow, crow));
+          CHECK(rel_error(grow, crow) < kGoldenTol);
+          std::vector<int32_t> order(static_cast<size_t>(V));
+          std::iota(order.begin(), order.end(), 0);
+          std::partial_sort(order.begin(), order.begin() + 2, order.end(),
+                            [&](int32_t x, int32_t y) { return crow[size_t(x)] > crow[size_t(y)]; });
+          double max_diff = 0;
+          for (int32_t i = 0; i < V; ++i)
+            max_diff = std::max(max_diff, std::fabs(double(grow[size_t(i)]) - crow[size_t(i)]));
+          if (crow[size_t(order[0])] - crow[size_t(order[1])] > 2 * max_diff) CHECK(g.greedy() == order[0]);
+        }
+      }
+      std::printf("golden %s int8 group %d: worst |gpu-cpu|/|cpu| = %.2e\n", name, group, worst);
+    }
+  }
+}

@@ -1,0 +1,159 @@
+// The CUDA backend's int8 matmul (W8A16 GEMV for M <= 16, dequantize + bf16
+// cuBLASLt above) against the CPU backend's int8 matmul on fresh random
+// inputs: the same codes and scales (quantized on the host, core/quantize.hpp)
+// on both backends, bf16-rounded x, poisoned outputs.
+//
+// Tolerances (norm-wise, see cuda_test_util.hpp):
+//  - the GEMV dequantizes exactly (code * scale in fp32), so its f32 output
+//    differs from the CPU only in summation order and in applying each scale
+//    once per 16 codes: kF32MatmulTol; bf16 output adds its own rounding:
+//    kBf16OutputTol;
+//  - the large-M path rounds every dequantized weight to bf16 (relative error
+//    <= 2^-9, RMS ~ 2^-9 / sqrt(3) ~ 1.1e-3, which reaches the output
+//    norm-wise at the same size for random signs): f32 output 4e-3, bf16
+//    output two such roundings (~1.6e-3 RMS): 6e-3.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "core/quantize.hpp"
+#include "core/tensor.hpp"
+#include "cuda/gemv_int8.cuh"
+#include "cuda_test_util.hpp"
+
+using namespace photon;
+using namespace photon::test;
+
+namespace {
+
+constexpr double kDequantF32Tol = 4e-3;
+constexpr double kDequantBf16Tol = 6e-3;
+
+// Raw bytes in a backend's memory as a tensor of `dt`.
+DeviceTensor upload_raw(Backend& b, const void* bytes, size_t n, DType dt, std::initializer_list<int64_t> dims) {
+  DeviceTensor d;
+  auto buf = b.allocate(n);
+  REQUIRE(buf.has_value());
+  d.buf = std::move(*buf);
+  d.t = d.buf.tensor(dt, dims);
+  REQUIRE(d.t.nbytes() == n);
+  REQUIRE(b.copy_to_device(d.buf.data(), bytes, n).has_value());
+  return d;
+}
+
+// A random [N, K] weight quantized to int8 groups of `group`, in host memory.
+struct HostInt8 {
+  std::vector<int8_t> codes;   // [N, K]
+  std::vector<float> scales;   // [N, groups]
+  int64_t N, K, groups;
+  int32_t group;
+};
+
+HostInt8 random_int8(std::mt19937& rng, int64_t N, int64_t K, int32_t group) {
+  HostInt8 h{std::vector<int8_t>(size_t(N * K)), {}, N, K, int8_group_count(K, group), group};
+  h.scales.resize(size_t(N * h.groups));
+  // Row magnitudes spread over two decades, so the scales differ by row and group.
+  std::uniform_real_distribution<float> mag(0.05f, 5.f);
+  for (int64_t n = 0; n < N; ++n) {
+    const float m = mag(rng);
+    const std::vector<float> row = random_vec(rng, size_t(K), -m, m);
+    REQUIRE(quantize_row_int8(row.data(), K, group, h.codes.data() + n * K, h.scales.data() + n * h.groups));
+  }
+  return h;
+}
+
+// The weight in a backend's memory (the loader's layout: i8 codes, f32 scales).
+struct DeviceInt8 {
+  DeviceTensor codes, scales;
+  Weight weight() const {
+    Weight w;
+    w.w = codes.t;
+    w.scales = scales.t;
+    w.group_size = group;
+    return w;
+  }
+  int32_t group;
+};
+
+DeviceInt8 upload_int8(Backend& b, const HostInt8& h) {
+  return {upload_raw(b, h.codes.data(), h.codes.size(), DType::i8, {h.N, h.K}),
+          upload_raw(b, h.scales.data(), h.scales.size() * sizeof(float), DType::f32, {h.N, h.groups}), h.group};
+}
+
+struct Case {
+  int64_t N, K;
+  int32_t group;
+};
+
+}  // namespace
+
+TEST_CASE("cuda int8 matmul matches the CPU int8 matmul (GEMV and dequantize + cuBLASLt), bf16 and f32 out",
+          "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  REQUIRE(gpu->supports_int8_weights());
+  std::mt19937 rng(41);
+  // Model shapes (Llama-3.2-1B qkv, down; a wide gate_up), every K-split of
+  // the fast path (N, K), groups 128 / 64 / 32 and 48 (a shorter last group),
+  // and the general path: K % 16 != 0 (72, 8200), a group that is not a
+  // multiple of 16 (20, 5), odd N.
+  const std::vector<Case> cases = {{3072, 2048, 128}, {2048, 8192, 64}, {8192, 2048, 32}, {5000, 4096, 128},
+                                   {1000, 4096, 48},  {300, 8192, 48},  {2048, 2048, 48}, {1000, 72, 48},
+                                   {517, 8200, 128},  {100, 64, 20},    {33, 160, 5},     {7, 16, 128}};
+  for (const Case& c : cases) {
+    const HostInt8 h = random_int8(rng, c.N, c.K, c.group);
+    const DeviceInt8 gw = upload_int8(*gpu, h);
+    const DeviceInt8 cw = upload_int8(*cpu, h);
+    for (int64_t M : {1, 2, 5, 8, 12, 16, 33, 200}) {
+      if (M > 33 && c.N * c.K > 20'000'000) continue;  // the CPU reference's time; 200 rows run on the others
+      CAPTURE(M, c.N, c.K, c.group);
+      const auto x = bf16_rounded(random_vec(rng, size_t(M * c.K)));
+      DeviceTensor gx = upload(*gpu, x, DType::bf16, {M, c.K});
+      DeviceTensor cx = upload(*cpu, x, DType::f32, {M, c.K});
+      DeviceTensor cout = poisoned(*cpu, DType::f32, {M, c.N});
+      REQUIRE(cpu->matmul(cout.t, cx.t, cw.weight()).has_value());
+      const auto ref = download(*cpu, cout.t);
+      const bool gemv = M <= cuda::kGemvInt8MaxRows;
+      DeviceTensor g16 = poisoned(*gpu, DType::bf16, {M, c.N});
+      REQUIRE(gpu->matmul(g16.t, gx.t, gw.weight()).has_value());
+      CHECK(rel_error(download(*gpu, g16.t), ref) < (gemv ? kBf16OutputTol : kDequantBf16Tol));
+      DeviceTensor g32 = poisoned(*gpu, DType::f32, {M, c.N});
+      REQUIRE(gpu->matmul(g32.t, gx.t, gw.weight()).has_value());
+      CHECK(rel_error(download(*gpu, g32.t), ref) < (gemv ? kF32MatmulTol : kDequantF32Tol));
+    }
+  }
+}
+
+TEST_CASE("cuda int8 matmul rejects inconsistent int8 weights", "[cuda]") {
+  auto gpu = cuda_backend();
+  std::mt19937 rng(42);
+  const HostInt8 h = random_int8(rng, 10, 64, 32);
+  DeviceInt8 w = upload_int8(*gpu, h);
+  DeviceTensor x = upload(*gpu, random_vec(rng, 3 * 64), DType::bf16, {3, 64});
+  DeviceTensor out = poisoned(*gpu, DType::f32, {3, 10});
+  SECTION("scales of the wrong group count") {
+    Weight W = w.weight();
+    W.group_size = 16;  // 4 groups per row, the scales hold 2
+    auto r = gpu->matmul(out.t, x.t, W);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == Errc::shape_mismatch);
+    CHECK_THAT(r.error().message, Catch::Contains("scales"));
+  }
+  SECTION("no group size") {
+    Weight W = w.weight();
+    W.group_size = 0;
+    auto r = gpu->matmul(out.t, x.t, W);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == Errc::shape_mismatch);
+  }
+  SECTION("scales that are not f32") {
+    Weight W = w.weight();
+    W.scales.dtype = DType::bf16;
+    W.scales.shape[1] *= 2;
+    auto r = gpu->matmul(out.t, x.t, W);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == Errc::shape_mismatch);
+  }
+}

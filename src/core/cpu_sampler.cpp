@@ -1,7 +1,8 @@
 // The CPU sampler: docs/sampling.md, step by step, one row per work item.
 //
-// The order pi (candidates by z descending, ties to the lower id) is built
-// lazily: SortedPrefix sorts only as far as a filter or the draw looks, in
+// When no top-k / top-p rule cuts the candidates, the draw walks them in id
+// order (docs/sampling.md, section 5). Otherwise the order pi (candidates by
+// z descending, ties to the lower id) is built lazily: SortedPrefix sorts only as far as a filter or the draw looks, in
 // doubling chunks (nth_element, then sort of the chunk), so a peaked
 // distribution costs O(V) instead of O(V log V).
 #include <algorithm>
@@ -139,6 +140,27 @@ Result<int32_t> choose(const RowInput& in, int32_t* ids) {
       total += double(wi);
     }
   }
+  const double u = philox_uniform(p.seed, in.step);
+  if ((p.top_k == 0 || p.top_k >= n) && p.top_p >= 1.0f) {
+    // No prefix rule cuts pi: the kept set is {w >= min_p}, drawn in id order.
+    double kept_mass = 0;
+    int64_t last = -1;
+    for (int64_t j = 0; j < n; ++j) {
+      const float wj = w(ids[j]);
+      if (wj < p.min_p) continue;  // w_max == 1
+      kept_mass += double(wj);
+      last = j;
+    }
+    const double target = u * kept_mass;
+    double cum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const float wj = w(ids[j]);
+      if (wj < p.min_p) continue;
+      cum += double(wj);
+      if (cum > target) return ids[j];
+    }
+    return ids[last];  // last >= 0: the maximum has w == 1 >= min_p
+  }
   SortedPrefix pi(ids, n, z);
 
   int64_t kept = n;
@@ -175,7 +197,7 @@ Result<int32_t> choose(const RowInput& in, int32_t* ids) {
       mass = cum;
     }
   }
-  const double target = philox_uniform(p.seed, in.step) * mass;
+  const double target = u * mass;
   double cum = 0;
   for (int64_t j = 0; j < kept; ++j) {
     cum += double(w(pi.at(j)));

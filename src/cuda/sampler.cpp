@@ -102,15 +102,18 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
                                               std::to_string(V) + ")");
   }
 
-  // Upload: params [R], hist tokens [Hn], hist counts [Hn]. Download: ids, status, logprob, top ids, top logprobs.
-  const size_t o_params = 0, o_tok = align16(size_t(R) * sizeof(SampleRowParams)),
+  // Upload: params [R] (unless they travel in the kernel's arguments), hist tokens [Hn], hist counts [Hn].
+  // Download: ids, status, logprob, top ids, top logprobs.
+  const bool inline_params = R <= kSampleInlineRows;
+  const size_t o_params = 0, o_tok = inline_params ? 0 : align16(size_t(R) * sizeof(SampleRowParams)),
                o_cnt = o_tok + align16(size_t(hist_total) * 4), up = o_cnt + align16(size_t(hist_total) * 4);
   const size_t d_ids = 0, d_status = align16(size_t(R) * 4), d_lp = d_status + align16(size_t(R) * 4),
                d_top_ids = d_lp + align16(size_t(R) * 4), d_top_lp = d_top_ids + align16(size_t(R) * size_t(maxlp) * 4),
                down = d_top_lp + align16(size_t(R) * size_t(maxlp) * 4);
   PHOTON_TRY(ensure(up, down, size_t(hist_total)));
 
-  auto* params = reinterpret_cast<SampleRowParams*>(static_cast<char*>(host_up_) + o_params);
+  SampleArgs a;
+  auto* params = inline_params ? a.inline_params : reinterpret_cast<SampleRowParams*>(static_cast<char*>(host_up_) + o_params);
   for (int32_t r = 0; r < R; ++r) {
     const SamplingParams& p = batch.params[r];
     SampleRowParams& d = params[r];
@@ -131,13 +134,12 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
     std::memcpy(static_cast<char*>(host_up_) + o_tok, batch.history_tokens, size_t(hist_total) * 4);
     std::memcpy(static_cast<char*>(host_up_) + o_cnt, batch.history_output_counts, size_t(hist_total) * 4);
   }
-  PHOTON_CUDA_TRY(cudaMemcpyAsync(dev_up_.data(), host_up_, up, cudaMemcpyHostToDevice, stream_));
+  if (up > 0) PHOTON_CUDA_TRY(cudaMemcpyAsync(dev_up_.data(), host_up_, up, cudaMemcpyHostToDevice, stream_));
 
   char* du = static_cast<char*>(dev_up_.data());
   char* dd = static_cast<char*>(dev_down_.data());
-  SampleArgs a;
   a.logits = logits.as<float>();
-  a.params = reinterpret_cast<const SampleRowParams*>(du + o_params);
+  a.params = inline_params ? nullptr : reinterpret_cast<const SampleRowParams*>(du + o_params);
   a.hist_tokens = reinterpret_cast<const int32_t*>(du + o_tok);
   a.hist_counts = reinterpret_cast<const int32_t*>(du + o_cnt);
   a.hist_raw = static_cast<float*>(dev_hist_raw_.data());

@@ -5,6 +5,7 @@
 
 #include "core/philox.hpp"
 #include "cuda/common.cuh"
+#include "cuda/launch.cuh"
 #include "cuda/sampling.cuh"
 
 namespace photon::cuda {
@@ -30,6 +31,19 @@ struct Best {
   float v;
   int id;
 };
+// The raw maximum and whether any logit is NaN or +inf.
+struct BestBad {
+  Best best;
+  u64 bad;
+};
+// A block's share of the id-order draw: the kept mass before this block (in
+// id order), the row's kept mass, this block's kept mass, and a float sum.
+struct Exchange {
+  u64 before, total, mine;
+  float f;
+};
+constexpr int kSlotBytes = 32;
+static_assert(sizeof(Exchange) <= kSlotBytes && sizeof(BestBad) <= kSlotBytes, "slot size");
 
 struct SharedState {
   u64 hist[2][kBins];  // this block's digit histogram, kSub copies per digit (two phases, see Group)
@@ -38,12 +52,10 @@ struct SharedState {
   int iv[kWarps];
   u64 uv[kWarps];
   float fsum[kWarps];
-  Best slot_best[2];   // this block's partial results, read by the other blocks of a cluster
-  u64 slot_u64[2];
-  float slot_f[2];
-  Best bcast_best;
-  u64 bcast_u64;
-  float bcast_f;
+  // This block's partial result of a cluster reduction (two phases, see
+  // ClusterGroup), read by the other blocks; and the combined result.
+  alignas(16) unsigned char slot[2][kSlotBytes];
+  alignas(16) unsigned char bcast[kSlotBytes];
   uint32_t key;
   u64 before;
   int hist_index;
@@ -90,6 +102,11 @@ __device__ u64 block_sum_u64(u64 v, SharedState& sh) {
   for (int w = 0; w < kWarps; ++w) total += sh.uv[w];
   return total;
 }
+__device__ __forceinline__ u64 warp_sum_u64(u64 v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
+}
 __device__ float block_sum_f32(float v, SharedState& sh) {  // fixed order: deterministic
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   v = warp_sum(v);
@@ -116,6 +133,11 @@ struct BlockGroup {
   __device__ Best best(Best b) { return block_best(b, sh); }
   __device__ u64 sum(u64 v) { return block_sum_u64(v, sh); }
   __device__ float sum(float v) { return block_sum_f32(v, sh); }
+  __device__ BestBad best_bad(Best b, u64 bad) { return BestBad{block_best(b, sh), block_sum_u64(bad, sh)}; }
+  __device__ Exchange exchange(u64 mass, float f) {
+    const u64 total = block_sum_u64(mass, sh);
+    return Exchange{0, total, total, block_sum_f32(f, sh)};
+  }
   __device__ u64* local_hist() { return sh.hist[0]; }
   // Makes sh.total the group's histogram of the pass just accumulated.
   __device__ void reduce_hist() {
@@ -141,27 +163,58 @@ struct ClusterGroup {
   __device__ void sync() { cg::this_cluster().sync(); }
 
   template <class T, class Op>
-  __device__ T combine(T mine, T (&slot)[2], T& bcast, Op op) {
+  __device__ T combine(T mine, Op op) {
+    static_assert(sizeof(T) <= kSlotBytes, "slot size");
     cg::cluster_group c = cg::this_cluster();
-    if (threadIdx.x == 0) slot[phase] = mine;
+    T* slot = reinterpret_cast<T*>(sh.slot[phase]);
+    T* bcast = reinterpret_cast<T*>(sh.bcast);
+    if (threadIdx.x == 0) *slot = mine;
     c.sync();
     if (threadIdx.x == 0) {
-      T r = *c.map_shared_rank(&slot[phase], 0);
-      for (unsigned k = 1; k < c.num_blocks(); ++k) r = op(r, *c.map_shared_rank(&slot[phase], k));
-      bcast = r;
+      T r = *c.map_shared_rank(slot, 0);
+      for (unsigned k = 1; k < c.num_blocks(); ++k) r = op(r, *c.map_shared_rank(slot, k));
+      *bcast = r;
     }
     __syncthreads();
     phase ^= 1;
-    return bcast;
+    return *bcast;
   }
   __device__ Best best(Best b) {
-    return combine(block_best(b, sh), sh.slot_best, sh.bcast_best, [](Best x, Best y) { return better(x, y); });
+    return combine(block_best(b, sh), [](Best x, Best y) { return better(x, y); });
   }
   __device__ u64 sum(u64 v) {
-    return combine(block_sum_u64(v, sh), sh.slot_u64, sh.bcast_u64, [](u64 x, u64 y) { return x + y; });
+    return combine(block_sum_u64(v, sh), [](u64 x, u64 y) { return x + y; });
   }
   __device__ float sum(float v) {
-    return combine(block_sum_f32(v, sh), sh.slot_f, sh.bcast_f, [](float x, float y) { return x + y; });
+    return combine(block_sum_f32(v, sh), [](float x, float y) { return x + y; });
+  }
+  __device__ BestBad best_bad(Best b, u64 bad) {
+    const BestBad mine{block_best(b, sh), block_sum_u64(bad, sh)};
+    return combine(mine, [](BestBad x, BestBad y) { return BestBad{better(x.best, y.best), x.bad + y.bad}; });
+  }
+  // Every block gets the row's totals and the kept mass of the blocks of lower rank.
+  __device__ Exchange exchange(u64 mass, float f) {
+    cg::cluster_group c = cg::this_cluster();
+    const u64 mine = block_sum_u64(mass, sh);
+    const float fmine = block_sum_f32(f, sh);
+    Exchange* slot = reinterpret_cast<Exchange*>(sh.slot[phase]);
+    Exchange* bcast = reinterpret_cast<Exchange*>(sh.bcast);
+    if (threadIdx.x == 0) *slot = Exchange{0, 0, mine, fmine};
+    c.sync();
+    if (threadIdx.x == 0) {
+      const unsigned me = c.block_rank();
+      Exchange r{0, 0, mine, 0.f};
+      for (unsigned k = 0; k < c.num_blocks(); ++k) {  // rank order: the same float sum in every block
+        const Exchange other = *c.map_shared_rank(slot, k);
+        if (k < me) r.before += other.mine;
+        r.total += other.mine;
+        r.f += other.f;
+      }
+      *bcast = r;
+    }
+    __syncthreads();
+    phase ^= 1;
+    return *bcast;
   }
   __device__ u64* local_hist() { return sh.hist[hist_phase]; }
   __device__ void reduce_hist() {
@@ -184,41 +237,58 @@ struct ClusterGroup {
 #endif
 
 // ---- rows: where a block finds its share of the logits ----------------------
+// Each block owns the contiguous ids [lo, hi) of the row (the id-order draw
+// scans block by block).
 // GlobalRow: the block walks the whole row in global memory every pass.
 struct GlobalRow {
   const float* l;
-  int V;
+  int V, lo, hi;
   __device__ void load(const float* row, int vocab, int /*rank*/, int /*group*/) {
     l = row;
     V = vocab;
+    lo = 0;
+    hi = vocab;
   }
+  // Visits this thread's ids in batches of kBatch loads in flight (a pass is
+  // bound by L2 latency otherwise); the callers' reductions do not depend on
+  // the visiting order.
+  static constexpr int kBatch = 16;
   template <class F>
   __device__ void each(F&& f) const {
-    for (int i = threadIdx.x; i < V; i += kThreads) f(i, l[i]);
+    int i = threadIdx.x;
+    for (; i + (kBatch - 1) * kThreads < V; i += kBatch * kThreads) {
+      float x[kBatch];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) x[k] = l[i + k * kThreads];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) f(i + k * kThreads, x[k]);
+    }
+    for (; i < V; i += kThreads) f(i, l[i]);
   }
 };
-// RegRow: the group's blocks split the row and keep their E elements per
-// thread in registers for every pass.
+// RegRow: the group's blocks split the row into contiguous ranges of
+// E * kThreads ids (block `rank` owns the rank-th) and keep their E elements
+// per thread in registers for every pass (thread t holds lo + k * kThreads + t).
 template <int E>
 struct RegRow {
   float v[E];
-  int base, stride, V;
-  __device__ void load(const float* row, int vocab, int rank, int group) {
-    base = rank * kThreads + int(threadIdx.x);
-    stride = group * kThreads;
+  int lo, hi, V;
+  __device__ void load(const float* row, int vocab, int rank, int /*group*/) {
     V = vocab;
+    lo = min(vocab, rank * E * kThreads);
+    hi = min(vocab, lo + E * kThreads);
 #pragma unroll
     for (int k = 0; k < E; ++k) {
-      const int i = base + k * stride;
-      v[k] = i < V ? row[i] : 0.f;
+      const int i = lo + k * kThreads + int(threadIdx.x);
+      v[k] = i < hi ? row[i] : 0.f;
     }
   }
   template <class F>
   __device__ void each(F&& f) const {
 #pragma unroll
     for (int k = 0; k < E; ++k) {
-      const int i = base + k * stride;
-      if (i < V) f(i, v[k]);
+      const int i = lo + k * kThreads + int(threadIdx.x);
+      if (i < hi) f(i, v[k]);
     }
   }
 };
@@ -239,7 +309,81 @@ struct Keep {
     key = order_key(z);
     return key < lim_key || (key == lim_key && i <= lim_id);
   }
+  // The id-order draw (no prefix rule): w of logit l and its fixed-point mass
+  // when kept (w > 0 and w >= min_p), else 0.
+  __device__ __forceinline__ u64 id_mass(float l, float& w) const {
+    w = expf(z_of(l) - m);
+    return w > 0.f && w >= minp ? fixed_mass(w) : 0ull;
+  }
 };
+
+// The id-order draw inside one block: the first id of l[lo, hi) whose
+// cumulative kept mass (ids ascending) exceeds `target`, which the caller
+// keeps below the range's kept mass. Each level splits the range among the
+// warps (coalesced reads of global memory), picks the warp's piece holding
+// the target, and recurses; a piece of <= 32 ids ends with a warp scan.
+// Reads about (hi - lo) * 4 * 17 / 16 bytes. Every thread returns the id.
+__device__ int descend_id_order(const float* l, int lo, int hi, const Keep& kp, u64 target, SharedState& sh) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  auto mass = [&](int i) {
+    float w;
+    return kp.id_mass(l[i], w);
+  };
+  while (hi - lo > 32) {
+    const int piece = (ceil_div(hi - lo, kWarps) + 31) & ~31;
+    const int wlo = min(hi, lo + warp * piece), whi = min(hi, wlo + piece);
+    u64 s = 0;
+    constexpr int kBatch = 16;  // loads in flight per lane
+    for (int base = wlo + lane; base < whi; base += 32 * kBatch) {
+      float x[kBatch];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) x[k] = base + 32 * k < whi ? l[base + 32 * k] : -INFINITY;  // mass 0
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        float w;
+        s += kp.id_mass(x[k], w);
+      }
+    }
+    s = warp_sum_u64(s);
+    __syncthreads();  // the previous level's sh.uv is read
+    if (lane == 0) sh.uv[warp] = s;
+    __syncthreads();
+    int pick = -1, last = 0;
+    u64 before = 0, last_before = 0;
+    for (int w = 0; w < kWarps; ++w) {
+      const u64 sw = sh.uv[w];
+      if (sw > 0) {
+        last = w;
+        last_before = before;
+      }
+      if (before + sw > target) {
+        pick = w;
+        break;
+      }
+      before += sw;
+    }
+    if (pick < 0) {  // unreachable while the sums are exact: the last kept id
+      pick = last;
+      before = last_before;
+      target = last_before + (sh.uv[last] > 0 ? sh.uv[last] - 1 : 0);
+    }
+    target -= before;
+    lo = min(hi, lo + pick * piece);
+    hi = min(hi, lo + piece);
+  }
+  const int i = lo + lane;
+  const u64 m = i < hi ? mass(i) : 0ull;
+  u64 incl = m;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const u64 t = __shfl_up_sync(kFullMask, incl, o);
+    if (lane >= o) incl += t;
+  }
+  const unsigned hit = __ballot_sync(kFullMask, incl > target);
+  const unsigned nonzero = __ballot_sync(kFullMask, m > 0);
+  const int pos = hit != 0 ? __ffs(hit) - 1 : (nonzero != 0 ? 31 - __clz(nonzero) : 0);
+  return lo + pos;
+}
 
 // First bin whose running total (after `before`) exceeds target; sets sh.key / sh.before.
 __device__ void pick_bin(SharedState& sh, uint32_t prefix, int shift, u64 before, u64 target) {
@@ -354,9 +498,11 @@ __device__ void sample_row(Group& grp, SharedState& sh, const SampleArgs& a, int
   const int tid = threadIdx.x, V = a.vocab;
   const bool leader = tid == 0 && grp.rank() == 0;
   float* l = a.logits + int64_t(row_index) * V;
-  const SampleRowParams P = a.params[row_index];
+  const SampleRowParams P = a.params != nullptr ? a.params[row_index] : a.inline_params[row_index];
+  // The block that writes the row's outcome: rank 0, or the block holding the id-order draw.
+  int writer_rank = 0;
   auto finish = [&](int status, int token, float logprob) {
-    if (leader) {
+    if (tid == 0 && grp.rank() == writer_rank) {
       a.out_status[row_index] = status;
       a.out_ids[row_index] = token;
       if (a.out_logprob != nullptr) a.out_logprob[row_index] = logprob;
@@ -365,21 +511,29 @@ __device__ void sample_row(Group& grp, SharedState& sh, const SampleArgs& a, int
   Row row;
   row.load(l, V, grp.rank(), grp.size());
 
-  // 1. Checks and the raw maximum.
+  // 1. Checks and the raw maximum, one pass and one reduction.
   Best mine{-INFINITY, INT_MAX};
   u64 bad = 0;
   row.each([&](int i, float v) {
     if (isnan(v) || v == INFINITY) bad = 1;
     else if (beats(v, i, mine.v, mine.id)) mine = Best{v, i};
   });
-  bad = grp.sum(bad);
-  const Best raw = grp.best(mine);
-  if (bad) return finish(kSampleBadLogit, -1, NAN);
+  const BestBad checked = grp.best_bad(mine, bad);
+  const Best raw = checked.best;
+  if (checked.bad) return finish(kSampleBadLogit, -1, NAN);
   if (raw.v == -INFINITY) return finish(kSampleAllMasked, -1, NAN);
 
-  // Logprobs of the raw logits: log-sum-exp, then the top-n.
+  const bool has_hist = P.hist_end > P.hist_begin;
+  const bool penalized =
+      has_hist && (P.repetition_penalty != 1.f || P.frequency_penalty != 0.f || P.presence_penalty != 0.f);
+  const bool need_lse = a.out_logprob != nullptr || P.num_logprobs > 0;
+  // Without penalties and prefix rules the id-order draw's pass also sums the log-sum-exp.
+  const bool fuse_lse = need_lse && !penalized && P.temperature != 0.f && P.top_k == 0 && P.top_p >= 1.f;
+
+  // Logprobs of the raw logits: log-sum-exp, then the top-n (logit written
+  // now, the log-sum-exp subtracted once known).
   float lse = 0.f;
-  if (a.out_logprob != nullptr || P.num_logprobs > 0) {
+  if (need_lse && !fuse_lse) {
     float s = 0.f;
     row.each([&](int, float v) { s += expf(v - raw.v); });
     lse = raw.v + logf(grp.sum(s));
@@ -395,7 +549,7 @@ __device__ void sample_row(Group& grp, SharedState& sh, const SampleArgs& a, int
       prev = grp.best(b);
       if (leader) {
         a.out_top_ids[o] = prev.id;
-        a.out_top_logprobs[o] = prev.v - lse;
+        a.out_top_logprobs[o] = prev.v;
       }
     } else if (leader) {
       a.out_top_ids[o] = -1;
@@ -404,9 +558,6 @@ __device__ void sample_row(Group& grp, SharedState& sh, const SampleArgs& a, int
   }
 
   // 2. Penalties, written to the row in global memory (raw values of the history kept aside).
-  const bool has_hist = P.hist_end > P.hist_begin;
-  const bool penalized =
-      has_hist && (P.repetition_penalty != 1.f || P.frequency_penalty != 0.f || P.presence_penalty != 0.f);
   if (penalized) {
     for (int j = P.hist_begin + grp.rank() * kThreads + tid; j < P.hist_end; j += grp.size() * kThreads) {
       const int t = a.hist_tokens[j];
@@ -425,7 +576,7 @@ __device__ void sample_row(Group& grp, SharedState& sh, const SampleArgs& a, int
     row.load(l, V, grp.rank(), grp.size());
   }
 
-  int chosen;
+  int chosen = -1;
   if (P.temperature == 0.f) {  // 3. greedy
     chosen = raw.id;
     if (penalized) {
@@ -445,6 +596,7 @@ __device__ void sample_row(Group& grp, SharedState& sh, const SampleArgs& a, int
     }
     if (!isfinite(zm)) return finish(kSampleTempOverflow, -1, NAN);
     kp.m = zm == 0.f ? 0.f : zm;
+    bool cut = false;  // does top-k cut the candidates?
     if (P.top_k > 0) {
       u64 n = 0;
       row.each([&](int i, float v) {
@@ -453,39 +605,71 @@ __device__ void sample_row(Group& grp, SharedState& sh, const SampleArgs& a, int
         n += kp.kept(i, v, w, k) ? 1 : 0;
       });
       n = grp.sum(n);
-      if (u64(P.top_k) < n) find_first_exceeding(grp, row, kp, false, u64(P.top_k) - 1, sh, &kp.lim_key, &kp.lim_id);
+      if (u64(P.top_k) < n) {
+        find_first_exceeding(grp, row, kp, false, u64(P.top_k) - 1, sh, &kp.lim_key, &kp.lim_id);
+        cut = true;
+      }
     }
-    if (P.top_p < 1.f) {
+    const double u = philox_uniform(P.seed, P.step);
+    if (!cut && P.top_p >= 1.f) {
+      if (P.min_p > 0.f) kp.minp = P.min_p;  // w_max = 1
+      // The id-order draw: per-block kept masses, their scan across the
+      // group, then a descent inside the block that holds u * S.
+      const bool unit_temp = P.temperature == 1.f && !penalized;  // then w = exp(l - raw max) exactly
       u64 mass = 0;
+      float lsum = 0.f;
+      row.each([&](int, float v) {
+        float w;
+        mass += kp.id_mass(v, w);
+        if (fuse_lse) lsum += unit_temp ? w : expf(v - raw.v);
+      });
+      const Exchange ex = grp.exchange(mass, lsum);
+      if (fuse_lse) lse = raw.v + logf(ex.f);
+      u64 target = u64(floor(u * double(ex.total)));  // first id with cum > u * S
+      if (target > ex.total - 1) target = ex.total - 1;
+      if (target < ex.before || target - ex.before >= ex.mine) {
+        writer_rank = -1;  // another block of the group holds the draw
+      } else {
+        writer_rank = grp.rank();
+        chosen = descend_id_order(l, row.lo, row.hi, kp, target - ex.before, sh);
+      }
+    } else {
+      if (P.top_p < 1.f) {
+        u64 mass = 0;
+        row.each([&](int i, float v) {
+          float w;
+          uint32_t k;
+          if (kp.kept(i, v, w, k)) mass += fixed_mass(w);
+        });
+        mass = grp.sum(mass);
+        const double t = ceil(double(P.top_p) * double(mass)) - 1.0;  // first prefix with cum >= top_p * M
+        u64 target = t <= 0.0 ? 0 : u64(t);
+        if (target > mass - 1) target = mass - 1;
+        find_first_exceeding(grp, row, kp, true, target, sh, &kp.lim_key, &kp.lim_id);
+      }
+      if (P.min_p > 0.f) kp.minp = P.min_p;  // w_max = 1
+      u64 total = 0;
       row.each([&](int i, float v) {
         float w;
         uint32_t k;
-        if (kp.kept(i, v, w, k)) mass += fixed_mass(w);
+        if (kp.kept(i, v, w, k)) total += fixed_mass(w);
       });
-      mass = grp.sum(mass);
-      const double t = ceil(double(P.top_p) * double(mass)) - 1.0;  // first prefix with cum >= top_p * M
-      u64 target = t <= 0.0 ? 0 : u64(t);
-      if (target > mass - 1) target = mass - 1;
-      find_first_exceeding(grp, row, kp, true, target, sh, &kp.lim_key, &kp.lim_id);
+      total = grp.sum(total);
+      u64 target = u64(floor(u * double(total)));  // first prefix with cum > u * S
+      if (target > total - 1) target = total - 1;
+      uint32_t key;
+      find_first_exceeding(grp, row, kp, true, target, sh, &key, &chosen);
     }
-    if (P.min_p > 0.f) kp.minp = P.min_p;  // w_max = 1
-    u64 total = 0;
-    row.each([&](int i, float v) {
-      float w;
-      uint32_t k;
-      if (kp.kept(i, v, w, k)) total += fixed_mass(w);
-    });
-    total = grp.sum(total);
-    const double u = philox_uniform(P.seed, P.step);
-    u64 target = u64(floor(u * double(total)));  // first prefix with cum > u * S
-    if (target > total - 1) target = total - 1;
-    uint32_t key;
-    find_first_exceeding(grp, row, kp, true, target, sh, &key, &chosen);
   }
 
-  // The chosen token's raw-logit logprob.
+  // The top-n logprobs, now that the log-sum-exp is known (the leader wrote their logits).
+  if (leader)
+    for (int r = 0; r < P.num_logprobs; ++r) a.out_top_logprobs[int64_t(row_index) * a.max_logprobs + r] -= lse;
+
+  // The chosen token's raw-logit logprob, by the writer block.
   float raw_chosen = 0.f;
-  if (a.out_logprob != nullptr && grp.rank() == 0) {
+  if (grp.rank() != writer_rank) return;
+  if (a.out_logprob != nullptr) {
     if (tid == 0) sh.hist_index = -1;
     __syncthreads();
     if (penalized)
@@ -500,6 +684,7 @@ __device__ void sample_row(Group& grp, SharedState& sh, const SampleArgs& a, int
 __global__ void __launch_bounds__(kThreads) sample_block_kernel(SampleArgs a) {
   __shared__ SharedState sh;
   BlockGroup grp{sh};
+  pdl_wait();  // the logits come from the kernel before
   sample_row<BlockGroup, GlobalRow>(grp, sh, a, blockIdx.x);
 }
 
@@ -508,10 +693,12 @@ __global__ void __launch_bounds__(kThreads) sample_cluster_kernel(SampleArgs a) 
 #if defined(PHOTON_HAVE_CLUSTERS)
   __shared__ SharedState sh;
   ClusterGroup grp{sh};
+  pdl_wait();  // the logits come from the kernel before
   const int row = int(blockIdx.x / cg::this_cluster().num_blocks());
   sample_row<ClusterGroup, RegRow<E>>(grp, sh, a, row);
   cg::this_cluster().sync();  // no block leaves while others may read its shared memory
 #else
+  pdl_wait();
   __trap();  // launched only on sm_90 and newer
 #endif
 }
@@ -520,19 +707,8 @@ template <int E>
 Status launch_cluster(const SampleArgs& a, int cluster, cudaStream_t stream) {
   auto kernel = sample_cluster_kernel<E>;
   if (cluster > 8) PHOTON_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(unsigned(a.num_rows * cluster));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = unsigned(cluster);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  PHOTON_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, a));
+  PHOTON_CUDA_TRY(launch_kernel_in_clusters(kernel, dim3(unsigned(a.num_rows * cluster)), dim3(kThreads), 0, stream,
+                                            unsigned(cluster), a));
   return {};
 }
 
@@ -540,6 +716,8 @@ Status launch_cluster(const SampleArgs& a, int cluster, cudaStream_t stream) {
 
 Status launch_sample(const SampleArgs& a, int32_t compute_major, cudaStream_t stream) {
   if (a.num_rows < 0 || a.vocab <= 0 || a.max_logprobs < 0) return bad_launch("sample", "bad R, V or max_logprobs");
+  if (a.params == nullptr && a.num_rows > kSampleInlineRows)
+    return bad_launch("sample", "params inline only up to kSampleInlineRows rows");
   if (a.num_rows == 0) return {};
   // Clusters cut one row's latency (up to 16 SMs on it) but a GPC runs about
   // one 16-block cluster at a time: past a few rows, a block per row is faster.
@@ -557,8 +735,7 @@ Status launch_sample(const SampleArgs& a, int32_t compute_major, cudaStream_t st
       }
     }
   }
-  sample_block_kernel<<<a.num_rows, kThreads, 0, stream>>>(a);
-  PHOTON_CUDA_CHECK_LAUNCH();
+  PHOTON_CUDA_TRY(launch_kernel(sample_block_kernel, dim3(unsigned(a.num_rows)), dim3(kThreads), 0, stream, a));
   return {};
 }
 

@@ -1,15 +1,22 @@
 // GPU sampling, one thread-block cluster (or block) per logits row, exactly
 // as docs/sampling.md specifies: raw-logit logprobs (max, log-sum-exp, top-n), penalties in
 // place, greedy argmax, or temperature -> top-k -> top-p -> min-p -> one
-// Philox draw. The sorted order pi (z descending, ties to the lower id) is
-// never materialized: each prefix rule is found by a radix descent over the
-// 32-bit order key of z (four 8-bit digits, shared-memory histograms), with
-// ties broken by a radix select over ids. Sums over prefixes use 2^-40
-// fixed-point integers, so results do not depend on thread scheduling.
-// Bandwidth model: reads the row (V*4 bytes) once (cluster path: the passes
-// then run over registers; the block path re-reads it per pass, about 8
-// passes for temperature sampling, ~20 with top-k and top-p), writes
-// R*(2 + 2*max_logprobs)*4 bytes.
+// Philox draw. Sums of probability mass use 2^-40 fixed-point integers, so
+// results do not depend on thread scheduling.
+// The draw: without a top-k cut or top-p (the common case) it walks ids in
+// order: one pass of per-block kept masses (fused with the max's log-sum-exp
+// at temperature 1), a scan of the block sums across the cluster, then a
+// descent inside the one block that holds u * S. With top-k / top-p it walks
+// the sorted order pi, which is never materialized: each prefix rule is found
+// by a radix descent over the 32-bit order key of z (four 8-bit digits,
+// shared-memory histograms), ties broken by a radix select over ids.
+// Bandwidth model: reads the row (V*4 bytes) once on the cluster path (the
+// passes then run over registers; the id-order descent re-reads about 1/16
+// of it from L2); the block path re-reads it per pass: 3 passes for greedy
+// with a logprob or for id-order draws (+1 at temperature != 1 with logprobs),
+// ~20 with top-k and top-p. Writes R*(3 + 2*max_logprobs)*4 bytes.
+// Launched with programmatic dependent launch (launch.cuh): every block
+// waits for the previous kernel (the LM head) before reading the logits.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -44,9 +51,13 @@ enum SampleStatus : int32_t {
   kSampleTempOverflow = 3,   // logits / temperature overflow fp32
 };
 
+// Rows whose parameters may travel inside the kernel's arguments (no upload).
+constexpr int32_t kSampleInlineRows = 16;
+
 struct SampleArgs {
   float* logits = nullptr;                  // [R, V] f32, overwritten (penalties, then z = l / temperature)
-  const SampleRowParams* params = nullptr;  // [R]
+  const SampleRowParams* params = nullptr;  // [R] device memory, or null: inline_params holds the R <= 16 rows
+  SampleRowParams inline_params[kSampleInlineRows] = {};
   const int32_t* hist_tokens = nullptr;     // [Hn] distinct per row, each in [0, V)
   const int32_t* hist_counts = nullptr;     // [Hn] occurrences among generated tokens
   float* hist_raw = nullptr;                // [Hn] scratch: raw logits of history tokens

@@ -3,10 +3,12 @@
 // errors; and the draw's distribution by chi-square.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "core/philox.hpp"
 #include "cuda_test_util.hpp"
 
 using namespace photon;
@@ -27,7 +29,7 @@ struct History {
 
 Result<void> run_sampler(Backend& b, const std::vector<float>& logits, int64_t R, int64_t V,
                          const std::vector<SamplingParams>& params, const std::vector<uint64_t>& steps,
-                         const History* hist, int32_t max_logprobs, SampleRun& out) {
+                         const History* hist, int32_t max_logprobs, SampleRun& out, bool chosen_logprob = true) {
   DeviceTensor l = upload(b, logits, DType::f32, {R, V});
   SampleBatch batch;
   batch.num_rows = int32_t(R);
@@ -45,7 +47,7 @@ Result<void> run_sampler(Backend& b, const std::vector<float>& logits, int64_t R
   out.top_logprobs.assign(size_t(R * max_logprobs), 0.f);
   SampleOutput o;
   o.token_ids = out.ids.data();
-  o.logprobs = out.logprobs.data();
+  o.logprobs = chosen_logprob ? out.logprobs.data() : nullptr;
   o.top_ids = max_logprobs > 0 ? out.top_ids.data() : nullptr;
   o.top_logprobs = max_logprobs > 0 ? out.top_logprobs.data() : nullptr;
   return b.sample(l.t, batch, o);
@@ -66,7 +68,161 @@ std::vector<float> model_like_logits(std::mt19937& rng, int64_t R, int64_t V) {
   return l;
 }
 
+// Whether the id-order draw (docs/sampling.md, section 5) of row r may pick
+// either a or b: u * S lies within rounding (1e-5 * S) of the cumulative kept
+// mass at the lower of the two ids, computed here in double from scratch.
+bool near_id_order_boundary(const float* raw, int64_t V, const SamplingParams& p, uint64_t step, const History* hist,
+                            int64_t r, int32_t a, int32_t b) {
+  std::vector<float> l(raw, raw + V);
+  if (hist != nullptr)
+    for (int32_t j = hist->offsets[size_t(r)]; j < hist->offsets[size_t(r) + 1]; ++j) {
+      float& x = l[size_t(hist->tokens[size_t(j)])];
+      if (p.repetition_penalty != 1.f) x = x > 0 ? x / p.repetition_penalty : x * p.repetition_penalty;
+      if (hist->counts[size_t(j)] > 0) {
+        x = x - p.frequency_penalty * float(hist->counts[size_t(j)]);
+        x = x - p.presence_penalty;
+      }
+    }
+  float m = -INFINITY;
+  for (float& x : l) m = std::max(m, x = x / p.temperature);
+  std::vector<double> w(size_t(V), 0.0);
+  double S = 0;
+  for (int64_t i = 0; i < V; ++i) {
+    const float wf = std::exp(l[size_t(i)] - m);
+    if (wf > 0.f && wf >= p.min_p) S += w[size_t(i)] = double(wf);
+  }
+  double C = 0;
+  for (int64_t i = 0; i <= std::min(a, b); ++i) C += w[size_t(i)];
+  return std::abs(C - philox_uniform(p.seed, step) * S) <= 1e-5 * S;
+}
+
+// GPU against CPU on one batch: the same tokens (an id-order draw may differ
+// only within rounding of a boundary), top-n ids, and logprobs within 1e-4.
+void expect_same_draws(Backend& gpu, Backend& cpu, const std::vector<float>& logits, int64_t R, int64_t V,
+                       const std::vector<SamplingParams>& params, const std::vector<uint64_t>& steps,
+                       const History* hist, int32_t max_lp, bool chosen_logprob) {
+  SampleRun g, c;
+  REQUIRE(run_sampler(gpu, logits, R, V, params, steps, hist, max_lp, g, chosen_logprob).has_value());
+  REQUIRE(run_sampler(cpu, logits, R, V, params, steps, hist, max_lp, c, chosen_logprob).has_value());
+  int64_t boundary = 0;
+  for (int64_t r = 0; r < R; ++r) {
+    const SamplingParams& p = params[size_t(r)];
+    CAPTURE(r, p.temperature, p.top_k, p.top_p, p.min_p, p.num_logprobs);
+    if (g.ids[size_t(r)] != c.ids[size_t(r)]) {
+      const bool id_order = p.temperature > 0.f && p.top_p >= 1.f && (p.top_k == 0 || p.top_k >= V);
+      CHECK(id_order);
+      CHECK(near_id_order_boundary(logits.data() + r * V, V, p, steps[size_t(r)], hist, r, g.ids[size_t(r)],
+                                   c.ids[size_t(r)]));
+      ++boundary;
+    }
+    if (chosen_logprob) CHECK(g.logprobs[size_t(r)] == Approx(c.logprobs[size_t(r)]).margin(1e-4));
+    for (int32_t j = 0; j < max_lp; ++j) {
+      const size_t k = size_t(r * max_lp + j);
+      CHECK(g.top_ids[k] == c.top_ids[k]);
+      if (std::isinf(c.top_logprobs[k])) CHECK(g.top_logprobs[k] == c.top_logprobs[k]);
+      else CHECK(g.top_logprobs[k] == Approx(c.top_logprobs[k]).margin(1e-4));
+    }
+  }
+  CHECK(boundary <= std::max<int64_t>(1, R / 50));  // rare: u * S must fall within rounding of a boundary
+}
+
+// The sampler's paths: greedy and temperature-only draws (id order, with
+// the log-sum-exp fused or not), min-p, top-k that keeps everything,
+// penalties, and the sorted-order rules.
+struct Mode {
+  const char* name;
+  SamplingParams p;
+  bool penalties;       // gets a penalty history
+  bool chosen_logprob;  // asks for the chosen token's logprob
+};
+std::vector<Mode> sampling_modes(int64_t V) {
+  auto P = [](float t, int32_t k, float top_p, float min_p, int32_t n) {
+    SamplingParams p;
+    p.temperature = t;
+    p.top_k = k;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    p.num_logprobs = n;
+    return p;
+  };
+  SamplingParams pen = P(0.9f, 0, 1.f, 0.f, 1);
+  pen.repetition_penalty = 1.3f;
+  pen.presence_penalty = 0.4f;
+  pen.frequency_penalty = 0.2f;
+  SamplingParams pen_greedy = pen;
+  pen_greedy.temperature = 0.f;
+  return {
+      {"greedy, no logprob", P(0.f, 0, 1.f, 0.f, 0), false, false},
+      {"greedy, chosen logprob", P(0.f, 0, 1.f, 0.f, 0), false, true},
+      {"greedy, top-5", P(0.f, 0, 1.f, 0.f, 5), false, true},
+      {"temperature 1, no logprob", P(1.f, 0, 1.f, 0.f, 0), false, false},
+      {"temperature 1, chosen logprob", P(1.f, 0, 1.f, 0.f, 0), false, true},
+      {"temperature 1, top-1", P(1.f, 0, 1.f, 0.f, 1), false, true},
+      {"temperature 0.7, top-5", P(0.7f, 0, 1.f, 0.f, 5), false, true},
+      {"temperature 1.2, min-p 0.05", P(1.2f, 0, 1.f, 0.05f, 0), false, true},
+      {"top-k = V keeps everything", P(1.f, int32_t(V), 1.f, 0.f, 1), false, true},
+      {"penalties, temperature 0.9", pen, true, true},
+      {"penalties, greedy", pen_greedy, true, true},
+      {"top-k 50", P(0.8f, 50, 1.f, 0.f, 0), false, true},
+      {"top-p 0.9", P(1.1f, 0, 0.9f, 0.f, 1), false, true},
+      {"top-k 40, top-p 0.95, min-p 0.02", P(0.8f, 40, 0.95f, 0.02f, 5), false, true},
+  };
+}
+
+// Seeds, steps and (for rows that take penalties) a history of up to 20 distinct tokens.
+void fill_rows(std::mt19937& rng, int64_t V, const std::vector<const Mode*>& row_modes,
+               std::vector<SamplingParams>& params, std::vector<uint64_t>& steps, History& hist) {
+  std::uniform_int_distribution<int64_t> tok(0, V - 1);
+  params.clear();
+  steps.clear();
+  hist = History{};
+  hist.offsets.push_back(0);
+  for (const Mode* m : row_modes) {
+    SamplingParams p = m->p;
+    p.seed = rng();
+    params.push_back(p);
+    steps.push_back(rng() % 1000);
+    if (m->penalties)
+      for (int i = 0; i < 20; ++i) {
+        const int32_t t = int32_t(tok(rng));
+        if (std::find(hist.tokens.begin() + hist.offsets.back(), hist.tokens.end(), t) != hist.tokens.end()) continue;
+        hist.tokens.push_back(t);
+        hist.counts.push_back(i % 3);
+      }
+    hist.offsets.push_back(int32_t(hist.tokens.size()));
+  }
+}
+
 }  // namespace
+
+TEST_CASE("cuda sampling: every path agrees with the CPU, vocabularies 1000..151936, 1..300 rows", "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(57);
+  std::vector<SamplingParams> params;
+  std::vector<uint64_t> steps;
+  History hist;
+  for (int64_t V : {1000, 1001, 32000, 128256, 151936}) {
+    const auto modes = sampling_modes(V);
+    // One mode per call, 1 and 3 rows (the cluster kernel on sm_90).
+    for (const Mode& m : modes)
+      for (int64_t R : {1, 3}) {
+        INFO(m.name << ", V " << V << ", R " << R);
+        const auto logits = model_like_logits(rng, R, V);
+        fill_rows(rng, V, std::vector<const Mode*>(size_t(R), &m), params, steps, hist);
+        expect_same_draws(*gpu, *cpu, logits, R, V, params, steps, &hist, m.p.num_logprobs, m.chosen_logprob);
+      }
+    // Mixed batches around the cluster / block switch and large.
+    for (int64_t R : {16, 17, 64, 300}) {
+      INFO("mixed modes, V " << V << ", R " << R);
+      std::vector<const Mode*> row_modes;
+      for (int64_t r = 0; r < R; ++r) row_modes.push_back(&modes[size_t((r * 5 + R) % int64_t(modes.size()))]);
+      const auto logits = model_like_logits(rng, R, V);
+      fill_rows(rng, V, row_modes, params, steps, hist);
+      expect_same_draws(*gpu, *cpu, logits, R, V, params, steps, &hist, 5, true);
+    }
+  }
+}
 
 TEST_CASE("cuda sampling draws the CPU sampler's tokens and logprobs", "[cuda]") {
   auto gpu = cuda_backend();

@@ -52,10 +52,9 @@ struct SharedState {
   int iv[kWarps];
   u64 uv[kWarps];
   float fsum[kWarps];
-  // This block's partial result of a cluster reduction (two phases, see
-  // ClusterGroup), read by the other blocks; and the combined result.
-  alignas(16) unsigned char slot[2][kSlotBytes];
-  alignas(16) unsigned char bcast[kSlotBytes];
+  // Cluster reductions: every block's partial result, pushed here by each
+  // block of the cluster (slot = its rank; two phases, see ClusterGroup).
+  alignas(16) unsigned char gather[2][kMaxCluster][kSlotBytes];
   uint32_t key;
   u64 before;
   int hist_index;
@@ -120,11 +119,13 @@ __device__ float block_sum_f32(float v, SharedState& sh) {  // fixed order: dete
 
 // ---- groups: the blocks that share one row ------------------------------------
 // BlockGroup: one block per row. ClusterGroup (sm_90): a thread-block cluster
-// per row; each reduction combines the blocks' partials through distributed
-// shared memory after one cluster barrier, in rank order (deterministic).
-// Partials alternate between two slots: a block writes slot p only after the
-// barrier of the reduction that used slot p^1, which every reader of slot p's
-// previous value had passed.
+// per row; in each reduction every block stores its partial into its slot of
+// every block's shared memory (distributed shared memory stores, which do not
+// wait, where remote loads each wait a round trip: docs/performance.md change
+// 7), then after one cluster barrier each thread combines its block's local
+// slots in rank order (deterministic). Slots alternate between two phases: a block writes phase p
+// only after the barrier of the reduction that used phase p^1, which every
+// reader of phase p's previous values had reached after reading them.
 struct BlockGroup {
   SharedState& sh;
   __device__ int rank() const { return 0; }
@@ -162,22 +163,32 @@ struct ClusterGroup {
   __device__ int size() const { return int(cg::this_cluster().num_blocks()); }
   __device__ void sync() { cg::this_cluster().sync(); }
 
-  template <class T, class Op>
-  __device__ T combine(T mine, Op op) {
+  // Pushes this block's partial to slot `rank` of every block (remote
+  // stores, one thread each), then after the barrier every thread combines
+  // the local slots in rank order: no remote loads on the critical path.
+  template <class T>
+  __device__ const T* push(const T& mine) {
     static_assert(sizeof(T) <= kSlotBytes, "slot size");
     cg::cluster_group c = cg::this_cluster();
-    T* slot = reinterpret_cast<T*>(sh.slot[phase]);
-    T* bcast = reinterpret_cast<T*>(sh.bcast);
-    if (threadIdx.x == 0) *slot = mine;
+    T* local = reinterpret_cast<T*>(sh.gather[phase][c.block_rank()]);
+    if (threadIdx.x < c.num_blocks()) *c.map_shared_rank(local, threadIdx.x) = mine;
     c.sync();
-    if (threadIdx.x == 0) {
-      T r = *c.map_shared_rank(slot, 0);
-      for (unsigned k = 1; k < c.num_blocks(); ++k) r = op(r, *c.map_shared_rank(slot, k));
-      *bcast = r;
-    }
-    __syncthreads();
+    const T* slots = reinterpret_cast<const T*>(sh.gather[phase][0]);
     phase ^= 1;
-    return *bcast;
+    return slots;
+  }
+  // Slot k of the returned gather row (rows are kSlotBytes apart).
+  template <class T>
+  __device__ static const T& at(const T* slots, unsigned k) {
+    return *reinterpret_cast<const T*>(reinterpret_cast<const unsigned char*>(slots) + size_t(k) * kSlotBytes);
+  }
+  template <class T, class Op>
+  __device__ T combine(T mine, Op op) {
+    const T* slots = push(mine);
+    const unsigned n = cg::this_cluster().num_blocks();
+    T r = at(slots, 0);
+    for (unsigned k = 1; k < n; ++k) r = op(r, at(slots, k));
+    return r;
   }
   __device__ Best best(Best b) {
     return combine(block_best(b, sh), [](Best x, Best y) { return better(x, y); });
@@ -194,27 +205,19 @@ struct ClusterGroup {
   }
   // Every block gets the row's totals and the kept mass of the blocks of lower rank.
   __device__ Exchange exchange(u64 mass, float f) {
-    cg::cluster_group c = cg::this_cluster();
     const u64 mine = block_sum_u64(mass, sh);
     const float fmine = block_sum_f32(f, sh);
-    Exchange* slot = reinterpret_cast<Exchange*>(sh.slot[phase]);
-    Exchange* bcast = reinterpret_cast<Exchange*>(sh.bcast);
-    if (threadIdx.x == 0) *slot = Exchange{0, 0, mine, fmine};
-    c.sync();
-    if (threadIdx.x == 0) {
-      const unsigned me = c.block_rank();
-      Exchange r{0, 0, mine, 0.f};
-      for (unsigned k = 0; k < c.num_blocks(); ++k) {  // rank order: the same float sum in every block
-        const Exchange other = *c.map_shared_rank(slot, k);
-        if (k < me) r.before += other.mine;
-        r.total += other.mine;
-        r.f += other.f;
-      }
-      *bcast = r;
+    const Exchange* slots = push(Exchange{0, 0, mine, fmine});
+    cg::cluster_group c = cg::this_cluster();
+    const unsigned me = c.block_rank();
+    Exchange r{0, 0, mine, 0.f};
+    for (unsigned k = 0; k < c.num_blocks(); ++k) {  // rank order: the same float sum in every block
+      const Exchange& other = at(slots, k);
+      if (k < me) r.before += other.mine;
+      r.total += other.mine;
+      r.f += other.f;
     }
-    __syncthreads();
-    phase ^= 1;
-    return *bcast;
+    return r;
   }
   __device__ u64* local_hist() { return sh.hist[hist_phase]; }
   __device__ void reduce_hist() {

@@ -316,6 +316,7 @@ class CudaBackend final : public Backend {
       a.block_size = int32_t(cs.bs);
       a.max_blocks_per_seq = plan.max_blocks_per_seq;
       a.num_splits = cuda::decode_attention_splits(a.num_seqs, a.num_q_heads, a.num_kv_heads, num_sms_);
+      a.num_sms = num_sms_;
       a.scale = scale;
       const cuda::DecodeWorkspace ws =
           cuda::decode_attention_workspace(a.num_seqs, a.num_q_heads, a.num_kv_heads, a.head_dim, a.num_splits);

@@ -2,6 +2,7 @@
 
 #include "cuda/common.cuh"
 #include "cuda/decode_attention.cuh"
+#include "cuda/launch.cuh"
 
 namespace photon::cuda {
 
@@ -9,22 +10,54 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kLoadsInFlight = 8;   // 16-byte K (or V) loads per thread per round
+constexpr int kLoadsInFlight = 8;   // 16-byte K loads (and as many V loads) per thread per round
 constexpr int kMaxGroup = 8;        // query heads served per block
 constexpr int kSplitGranule = 16;   // split boundaries fall on multiples of this many keys
 constexpr int kMaxSplits = 16;
+constexpr int kMergeVec = 4;        // dims of one head merged per thread (one float4 per split)
+constexpr int kMergeBatch = 8;      // splits whose partials a merging thread loads at once
+
+// The share of a context of ctx keys that split `split` of `splits` owns,
+// decided on the device so a graph captured for the batch shape stays valid
+// as contexts grow: every used split holds at least min_keys keys (one round
+// of loads), so short contexts use fewer splits than the launch has (the
+// rest exit at once) and one split needs no merge. ctx == 0 uses one empty split.
+struct SplitRange {
+  int used;   // splits that hold keys (>= 1)
+  int start;  // first key of this split
+  int end;    // one past its last key (<= start when the split is unused or empty)
+};
+__device__ __forceinline__ SplitRange split_range(int ctx, int splits, int min_keys, int split) {
+  const int want = max(1, min(splits, ceil_div(ctx, min_keys)));
+  const int part = ceil_div(ceil_div(ctx, want), kSplitGranule) * kSplitGranule;
+  SplitRange r;
+  r.used = part > 0 ? ceil_div(ctx, part) : 1;
+  r.start = split * part;
+  r.end = min(ctx, r.start + part);
+  return r;
+}
+
+// Blocks per SM the register budget is set for (1: no bound). The V-after-K
+// variant keeps the occupancy of a loop without prefetch for many-wave grids.
+template <int GB, bool VWithK>
+constexpr int kMinBlocksPerSm = VWithK || GB > 4 ? 1 : GB == 4 ? 4 : GB == 2 ? 5 : 6;
 
 // Block (s, kv head kh and query-head slice, split). LPK lanes hold one
 // 16-byte piece each of a K/V row, so KPI rows are read per block-wide step
-// and a round of ITERS steps scores kChunk keys. Scores are in log2 units
-// (scale * log2(e) folded into q).
-template <int HD, int GB>
-__global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttentionArgs a) {
+// and a round of ITERS steps scores kChunk keys. The block-table entries of
+// the next round are fetched while a round's loads are in flight (those of the
+// first round before pdl_wait(): the tables are staged before the step).
+// VWithK: a round issues its V loads together with its K loads (one memory
+// round trip per round, for grids of one wave: about 210 registers at GB 4,
+// two blocks per SM); otherwise V is loaded after the softmax, when K is dead
+// (128 registers at GB 4, four blocks per SM, for grids of several waves).
+// Scores are in log2 units (scale * log2(e) folded into q).
+template <int HD, int GB, bool VWithK>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_attention_kernel(DecodeAttentionArgs a) {
   constexpr int LPK = HD / 8;
   constexpr int KPI = kThreads / LPK;
   constexpr int ITERS = kLoadsInFlight;
   constexpr int kChunk = KPI * ITERS;  // keys scored per round of the online softmax
-  static_assert(kChunk >= 2 * kMaxSplits, "the merge reuses s_p");
   __shared__ float s_p[GB][kChunk];
   __shared__ float s_m[GB], s_l[GB], s_alpha[GB];
   __shared__ float s_red[kWarps][GB][HD];
@@ -38,13 +71,40 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttent
   const int gcount = min(GB, G - g0);
   const int qh0 = kh * G + g0;
   const int split = blockIdx.z;
-  const int ctx = a.context_lens[s];
-  const int part = ceil_div(ceil_div(ctx, a.num_splits), kSplitGranule) * kSplitGranule;
-  const int start = split * part;
-  const int end = min(ctx, start + part);
-
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int sub = tid % LPK, slot = tid / LPK;
+
+  // context_lens and block_tables are staged before the step: read before pdl_wait().
+  const SplitRange range = split_range(a.context_lens[s], a.num_splits, kChunk, split);
+  if (split >= range.used) {
+    pdl_wait();
+    return;
+  }
+  const int start = range.start, end = range.end;
+  const int32_t* table = a.block_tables + int64_t(s) * a.max_blocks_per_seq;
+  const int bs = a.block_size;
+  // Cache slots (block * bs + offset, int32 like the plan's slot_mapping) of
+  // this thread's rows of the round starting at key c0; -1 past `end`.
+  int32_t slot_of[ITERS];
+  auto fetch_slots = [&](int c0) {
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int j = c0 + it * KPI + slot;
+      slot_of[it] = j < end ? table[j / bs] * bs + j % bs : -1;
+    }
+  };
+  auto load_rows = [&](const __nv_bfloat16* cache, uint4 (&raw)[ITERS]) {
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it)
+      raw[it] = slot_of[it] >= 0
+                    ? *reinterpret_cast<const uint4*>(cache + (int64_t(slot_of[it]) * nkv + kh) * HD + sub * 8)
+                    : make_uint4(0, 0, 0, 0);
+  };
+  fetch_slots(start);
+
+  // q and the K/V rows (the current token's among them) come from earlier kernels.
+  pdl_wait();
+  pdl_launch_dependents();
 
   float q[GB][8];
   const float qscale = a.scale * 1.4426950408889634f;
@@ -70,21 +130,16 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttent
     for (int e = 0; e < 8; ++e) acc[g][e] = 0.f;
   __syncthreads();
 
-  const int32_t* table = a.block_tables + int64_t(s) * a.max_blocks_per_seq;
-  const int bs = a.block_size;
-  auto row_offset = [&](int j) -> int64_t {
-    const int64_t blk = table[j / bs];
-    return ((blk * bs + j % bs) * nkv + kh) * HD + sub * 8;
-  };
-
   for (int c0 = start; c0 < end; c0 += kChunk) {
-    // Scores of this chunk's keys for every query head of the group.
-    uint4 kraw[ITERS];
-#pragma unroll
-    for (int it = 0; it < ITERS; ++it) {
-      const int j = c0 + it * KPI + slot;
-      kraw[it] = j < end ? *reinterpret_cast<const uint4*>(a.k_cache + row_offset(j)) : make_uint4(0, 0, 0, 0);
+    // The round's K loads (and V loads with VWithK) in flight at once; rows past `end` are zero.
+    uint4 kraw[ITERS], vraw[ITERS];
+    load_rows(a.k_cache, kraw);
+    if constexpr (VWithK) {
+      load_rows(a.v_cache, vraw);
+      if (c0 + kChunk < end) fetch_slots(c0 + kChunk);
     }
+
+    // Scores of this round's keys for every query head of the group.
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int j = c0 + it * KPI + slot;
@@ -126,13 +181,12 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttent
     }
     __syncthreads();
 
-    // acc = alpha * acc + P V for this chunk.
-    uint4 vraw[ITERS];
-#pragma unroll
-    for (int it = 0; it < ITERS; ++it) {
-      const int j = c0 + it * KPI + slot;
-      vraw[it] = j < end ? *reinterpret_cast<const uint4*>(a.v_cache + row_offset(j)) : make_uint4(0, 0, 0, 0);
+    if constexpr (!VWithK) {
+      load_rows(a.v_cache, vraw);
+      if (c0 + kChunk < end) fetch_slots(c0 + kChunk);
     }
+
+    // acc = alpha * acc + P V for this round.
 #pragma unroll
     for (int g = 0; g < GB; ++g) {
       const float alpha = s_alpha[g];
@@ -150,7 +204,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttent
         for (int e = 0; e < 8; ++e) acc[g][e] += p * vf[e];
       }
     }
-    __syncthreads();  // s_p is rewritten by the next chunk
+    __syncthreads();  // s_p is rewritten by the next round
   }
 
   // Sum the row slots: first inside each warp, then across warps.
@@ -171,7 +225,8 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttent
   }
   __syncthreads();
 
-  if (a.num_splits == 1) {
+  const int used = range.used;
+  if (used == 1) {  // the whole context in this block (also ctx == 0: l == 0 gives a zero row)
     for (int idx = tid; idx < gcount * HD; idx += kThreads) {
       const int g = idx / HD, d = idx % HD;
       float total = 0.f;
@@ -183,7 +238,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttent
     return;
   }
 
-  // Split: publish this block's partials; the last block of the group merges them.
+  // Split: publish this block's partials; the last of the `used` blocks of the group merges them.
   const int splits = a.num_splits;
   for (int idx = tid; idx < gcount * HD; idx += kThreads) {
     const int g = idx / HD, d = idx % HD;
@@ -201,56 +256,76 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttent
   __syncthreads();
   __shared__ int s_last;
   int32_t* counter = a.arrivals + int64_t(s) * gridDim.y + blockIdx.y;
-  if (tid == 0) s_last = atomicAdd(counter, 1) == splits - 1;
+  if (tid == 0) s_last = atomicAdd(counter, 1) == used - 1;
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-  // Merge: every split's (max, denominator) into shared memory, then per head
-  // the weights 2^(m_i - M), then out = sum_i w_i acc_i / sum_i w_i l_i.
-  // s_p is free now: GB * kChunk >= 2 * GB * kMaxSplits floats.
-  float* s_mx = &s_p[0][0];                 // [GB][splits] split maxima, then weights
-  float* s_den = s_mx + GB * kMaxSplits;    // [GB][splits] split denominators
-  for (int idx = tid; idx < gcount * splits; idx += kThreads) {
-    const int g = idx / splits, i = idx % splits;
-    const float* ml = a.partial_ml + ((int64_t(s) * nq + qh0 + g) * splits + i) * 2;
-    s_mx[g * kMaxSplits + i] = __ldcg(ml);
-    s_den[g * kMaxSplits + i] = __ldcg(ml + 1);
-  }
-  __syncthreads();
-  if (tid < gcount) {
-    float m = -INFINITY;
-    for (int i = 0; i < splits; ++i)
-      if (s_den[tid * kMaxSplits + i] > 0.f) m = fmaxf(m, s_mx[tid * kMaxSplits + i]);
-    for (int i = 0; i < splits; ++i) {
-      const float l = s_den[tid * kMaxSplits + i];
-      s_mx[tid * kMaxSplits + i] = l > 0.f ? exp2f(s_mx[tid * kMaxSplits + i] - m) : 0.f;
-    }
-  }
-  __syncthreads();
-  for (int idx = tid; idx < gcount * HD; idx += kThreads) {
-    const int g = idx / HD, d = idx % HD;
+  // Merge: each thread owns kMergeVec dims of one head and loads the
+  // (max, denominator) and partial of kMergeBatch splits at once (no
+  // dependent loads inside a batch), folding batches into a running
+  // out = sum_i w_i acc_i / sum_i w_i l_i with w_i = 2^(m_i - max_i m_i).
+  // Every used split holds >= 1 key, so its m_i is finite and l_i >= 1.
+  for (int idx = tid; idx < gcount * (HD / kMergeVec); idx += kThreads) {
+    const int g = idx / (HD / kMergeVec), d = (idx % (HD / kMergeVec)) * kMergeVec;
     const int64_t head_row = int64_t(s) * nq + qh0 + g;
+    const float2* ml = reinterpret_cast<const float2*>(a.partial_ml) + head_row * splits;
     const float* part = a.partial_out + head_row * splits * HD + d;
-    float num = 0.f, den = 0.f;
-#pragma unroll 4
-    for (int i = 0; i < splits; ++i) {
-      const float w = s_mx[g * kMaxSplits + i];
-      num += w * __ldcg(part + int64_t(i) * HD);
-      den += w * s_den[g * kMaxSplits + i];
+    float m_run = -INFINITY, den = 0.f;
+    float4 num = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int i0 = 0; i0 < used; i0 += kMergeBatch) {
+      float2 ml_i[kMergeBatch];
+      float4 o_i[kMergeBatch];
+#pragma unroll
+      for (int i = 0; i < kMergeBatch; ++i) {
+        if (i0 + i < used) {
+          ml_i[i] = __ldcg(ml + i0 + i);
+          o_i[i] = __ldcg(reinterpret_cast<const float4*>(part + int64_t(i0 + i) * HD));
+        } else {
+          ml_i[i] = make_float2(-INFINITY, 0.f);
+          o_i[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+      }
+      float m_new = m_run;
+#pragma unroll
+      for (int i = 0; i < kMergeBatch; ++i) m_new = fmaxf(m_new, ml_i[i].x);
+      const float rescale = exp2f(m_run - m_new);  // 0 on the first batch (m_run = -inf, m_new finite)
+      den *= rescale;
+      num.x *= rescale;
+      num.y *= rescale;
+      num.z *= rescale;
+      num.w *= rescale;
+#pragma unroll
+      for (int i = 0; i < kMergeBatch; ++i) {
+        const float w = i0 + i < used ? exp2f(ml_i[i].x - m_new) : 0.f;
+        den += w * ml_i[i].y;
+        num.x += w * o_i[i].x;
+        num.y += w * o_i[i].y;
+        num.z += w * o_i[i].z;
+        num.w += w * o_i[i].w;
+      }
+      m_run = m_new;
     }
-    a.out[head_row * HD + d] = to_bf16(den > 0.f ? num / den : 0.f);
+    const float inv = den > 0.f ? 1.f / den : 0.f;
+    bf16* o = a.out + head_row * HD + d;
+    *reinterpret_cast<bf162*>(o) = __floats2bfloat162_rn(num.x * inv, num.y * inv);
+    *reinterpret_cast<bf162*>(o + 2) = __floats2bfloat162_rn(num.z * inv, num.w * inv);
   }
   if (tid == 0) *counter = 0;  // ready for the next launch
 }
 
-template <int HD>
-void launch_hd(const DecodeAttentionArgs& a, int gb, dim3 grid, cudaStream_t stream) {
+template <int HD, bool VWithK>
+cudaError_t launch_hd(const DecodeAttentionArgs& a, int gb, dim3 grid, cudaStream_t stream) {
   switch (gb) {
-    case 1: decode_attention_kernel<HD, 1><<<grid, kThreads, 0, stream>>>(a); break;
-    case 2: decode_attention_kernel<HD, 2><<<grid, kThreads, 0, stream>>>(a); break;
-    case 4: decode_attention_kernel<HD, 4><<<grid, kThreads, 0, stream>>>(a); break;
-    default: decode_attention_kernel<HD, 8><<<grid, kThreads, 0, stream>>>(a); break;
+    case 1: return launch_kernel(decode_attention_kernel<HD, 1, VWithK>, grid, dim3(kThreads), 0, stream, a);
+    case 2: return launch_kernel(decode_attention_kernel<HD, 2, VWithK>, grid, dim3(kThreads), 0, stream, a);
+    case 4: return launch_kernel(decode_attention_kernel<HD, 4, VWithK>, grid, dim3(kThreads), 0, stream, a);
+    default: return launch_kernel(decode_attention_kernel<HD, 8, VWithK>, grid, dim3(kThreads), 0, stream, a);
   }
+}
+
+template <int HD>
+cudaError_t launch_hd(const DecodeAttentionArgs& a, int gb, dim3 grid, bool v_with_k, cudaStream_t stream) {
+  return v_with_k ? launch_hd<HD, true>(a, gb, grid, stream) : launch_hd<HD, false>(a, gb, grid, stream);
 }
 
 int group_block(int G) {
@@ -291,21 +366,29 @@ Status launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream
     return bad_launch("decode_attention", "bad block_size or num_splits");
   if (a.num_splits > 1 && (a.partial_out == nullptr || a.partial_ml == nullptr || a.arrivals == nullptr))
     return bad_launch("decode_attention", "num_splits > 1 needs the partial workspace");
-  if (!is_aligned(a.q, 16) || !is_aligned(a.k_cache, 16) || !is_aligned(a.v_cache, 16))
-    return bad_launch("decode_attention", "q and the KV cache must be 16-byte aligned");
+  if (!is_aligned(a.q, 16) || !is_aligned(a.out, 16) || !is_aligned(a.k_cache, 16) || !is_aligned(a.v_cache, 16))
+    return bad_launch("decode_attention", "q, out and the KV cache must be 16-byte aligned");
+  if (a.num_splits > 1 && !is_aligned(a.partial_out, 16))
+    return bad_launch("decode_attention", "the partial workspace must be 16-byte aligned");
   if (a.num_seqs == 0) return {};
   const int G = a.num_q_heads / a.num_kv_heads;
   const int gb = group_block(G);
   const dim3 grid(unsigned(a.num_seqs), unsigned(a.num_kv_heads * ceil_div(G, gb)), unsigned(a.num_splits));
+  // Loading V with K doubles the registers (two blocks per SM instead of
+  // four): worth it only when the whole grid runs in one wave. Decided from
+  // the launch shape, like num_splits.
+  const int64_t blocks = int64_t(grid.x) * grid.y * grid.z;
+  const bool v_with_k = blocks <= 2 * int64_t(a.num_sms > 0 ? a.num_sms : 132);
+  cudaError_t err = cudaSuccess;
   switch (a.head_dim) {
-    case 16: launch_hd<16>(a, gb, grid, stream); break;
-    case 32: launch_hd<32>(a, gb, grid, stream); break;
-    case 64: launch_hd<64>(a, gb, grid, stream); break;
-    case 128: launch_hd<128>(a, gb, grid, stream); break;
-    case 256: launch_hd<256>(a, gb, grid, stream); break;
+    case 16: err = launch_hd<16>(a, gb, grid, v_with_k, stream); break;
+    case 32: err = launch_hd<32>(a, gb, grid, v_with_k, stream); break;
+    case 64: err = launch_hd<64>(a, gb, grid, v_with_k, stream); break;
+    case 128: err = launch_hd<128>(a, gb, grid, v_with_k, stream); break;
+    case 256: err = launch_hd<256>(a, gb, grid, v_with_k, stream); break;
     default: return bad_launch("decode_attention", "head_dim must be 16, 32, 64, 128 or 256");
   }
-  PHOTON_CUDA_CHECK_LAUNCH();
+  PHOTON_CUDA_TRY(err);
   return {};
 }
 

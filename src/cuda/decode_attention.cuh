@@ -1,13 +1,24 @@
 // Paged decode attention: one new query token per sequence over its cached
 // keys/values (flash-decoding). Each block owns (sequence, KV head, split of
 // the context) and serves every query head of that KV head's group (GQA:
-// K/V rows are read once per group, not once per query head). With more than
-// one split, per-split partial results (unnormalized sum, max, denominator)
-// go to a workspace and the last block of each (sequence, head group) to
-// finish merges them (an arrival counter per group, reset by that block).
-// Bandwidth model: reads S * nkv * ctx * hd * 2 bytes of K plus the same of V
-// (bf16), writes S*nq*hd*2 bytes (+ partials of S*nq*splits*(hd+2)*4 bytes
-// written and read back when split).
+// K/V rows are read once per group, not once per query head).
+// Splits: the launch has num_splits per (sequence, head group), fixed by the
+// batch shape (graphs stay valid); each block decides on the device, from
+// context_lens, how many the sequence uses (each used split holds at least
+// one round of loads: 128 keys at hd 64, 64 at hd 128), so short contexts run
+// one split and skip the merge, and unused split blocks exit after pdl_wait().
+// Loads: a round issues its 8 K loads of 16 bytes per thread at once, and its
+// V loads with them when the grid fits in one wave (otherwise after the
+// softmax, keeping four blocks per SM at GQA 4), and fetches the next round's
+// block-table entries meanwhile (the first round's before pdl_wait()).
+// Merge: with more than one used split, per-split partials (unnormalized sum,
+// max, denominator) go to a workspace and the last of the used blocks of each
+// (sequence, head group) merges them, loading 8 splits' partials at once (an
+// arrival counter per group, reset by that block). Launched with PDL.
+// Bytes: reads S * nkv * ctx * hd * 2 bytes of K plus the same of V (bf16)
+// and S * ctx/block_size * 4 bytes of block table per head group, writes
+// S*nq*hd*2 bytes (+ partials of S*nq*used*(hd+2)*4 bytes written and read
+// back when a context uses more than one split).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -37,6 +48,7 @@ struct DecodeAttentionArgs {
   int32_t block_size = 0;                  // tokens per KV block
   int32_t max_blocks_per_seq = 0;
   int32_t num_splits = 1;                  // context splits per (sequence, KV head); see decode_attention_splits
+  int32_t num_sms = 0;                     // SMs of the device (picks the one-wave variant); 0: assume 132
   float scale = 1.f;                       // softmax scale (1/sqrt(hd) usually)
 };
 

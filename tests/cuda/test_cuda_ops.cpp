@@ -249,8 +249,10 @@ TEST_CASE("cuda rope_qkv matches the CPU and writes exactly the planned cache sl
 namespace {
 
 // Attention over random bf16 K/V filling the whole cache (both backends see the same values).
+// Sequences listed in `emptied` (decodes only) get context 0 in the GPU's staged plan, as
+// the padding rows of a graph bucket do: their rows must come out exactly zero.
 void check_attention(Backend& gpu, Backend& cpu, const std::vector<SeqSpec>& seqs, Geometry g, int64_t bs,
-                     int64_t num_blocks, std::mt19937& rng) {
+                     int64_t num_blocks, std::mt19937& rng, const std::vector<int32_t>& emptied = {}) {
   const int64_t nq = g.nkv * g.group, hd = g.hd;
   BatchPlan plan = scattered_plan(seqs, int32_t(bs), int32_t(num_blocks), rng);
   const int64_t T = plan.num_tokens();
@@ -271,14 +273,35 @@ void check_attention(Backend& gpu, Backend& cpu, const std::vector<SeqSpec>& seq
   auto cview = cpu.stage_plan(plan);
   REQUIRE(gview.has_value());
   REQUIRE(cview.has_value());
+  const int32_t zero = 0;
+  for (int32_t s : emptied) {
+    REQUIRE(seqs[size_t(s)].q_len == 1);
+    REQUIRE(gpu.copy_to_device(const_cast<int32_t*>(gview->context_lens) + s, &zero, sizeof zero).has_value());
+  }
   REQUIRE(gpu.attention(gout.t, gq.t, KvLayer{gk.t, gv.t}, *gview, scale).has_value());
   REQUIRE(cpu.attention(cout.t, cq.t, KvLayer{ck.t, cv.t}, *cview, scale).has_value());
-  CHECK(rel_error(download(gpu, gout.t), download(cpu, cout.t)) < kAttentionTol);
+  const std::vector<float> got = download(gpu, gout.t);
+  std::vector<float> want = download(cpu, cout.t);
+  for (int32_t s : emptied) {
+    const size_t row = size_t(plan.query_start[size_t(s)]) * size_t(nq * hd);
+    for (size_t e = row; e < row + size_t(nq * hd); ++e) {
+      REQUIRE(got[e] == 0.f);
+      want[e] = 0.f;
+    }
+  }
+  CHECK(rel_error(got, want) < kAttentionTol);
+}
+
+// Blocks a cache needs for `seqs` at block size bs, plus a few unused ones.
+int64_t blocks_for(const std::vector<SeqSpec>& seqs, int64_t bs) {
+  int64_t n = 7;
+  for (const SeqSpec& s : seqs) n += (s.ctx + bs - 1) / bs;
+  return n;
 }
 
 }  // namespace
 
-TEST_CASE("cuda paged decode attention matches the CPU (GQA, splits, ragged contexts)", "[cuda]") {
+TEST_CASE("cuda paged decode attention matches the CPU (GQA, splits, ragged contexts)", "[cuda][attention]") {
   auto gpu = cuda_backend();
   auto cpu = cpu_reference();
   std::mt19937 rng(17);
@@ -294,6 +317,78 @@ TEST_CASE("cuda paged decode attention matches the CPU (GQA, splits, ragged cont
   }
   // a block size that is not a power of two, and an odd block count
   check_attention(*gpu, *cpu, {{33, 1}, {70, 1}, {7, 1}}, Geometry{64, 2, 4}, 5, 37, rng);
+}
+
+// The decode kernel picks how many of the launch's context splits a sequence
+// uses on the device (short contexts use one, with no merge); these cover the
+// edges of that choice for the Llama-3.2-1B (hd 64) and Qwen3-8B (hd 128) shapes.
+TEST_CASE("cuda paged decode attention: one sequence from 1 to 4097 keys, hd 64/128, GQA 1/4/8", "[cuda][attention]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(23);
+  for (int64_t hd : {64, 128})
+    for (int64_t group : {1, 4, 8}) {
+      const Geometry g{hd, 8, group};
+      for (int32_t ctx : {1, 15, 16, 17, 190, 1000, 4097}) {
+        CAPTURE(hd, group, ctx);
+        const std::vector<SeqSpec> seqs{{ctx, 1}};
+        check_attention(*gpu, *cpu, seqs, g, 16, blocks_for(seqs, 16), rng);
+      }
+    }
+}
+
+TEST_CASE("cuda paged decode attention: ragged batches of 1 to 64 sequences", "[cuda][attention]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(29);
+  const int32_t edges[] = {1, 15, 16, 17, 190, 1000, 4097};
+  std::uniform_int_distribution<int32_t> any_ctx(1, 800), pick(0, 9);
+  for (Geometry g : {Geometry{64, 8, 4}, Geometry{128, 8, 4}, Geometry{64, 4, 8}, Geometry{128, 8, 1}})
+    for (int32_t S : {1, 2, 3, 7, 16, 33, 64}) {
+      std::vector<SeqSpec> seqs;
+      for (int32_t i = 0; i < S; ++i) {
+        const int32_t k = pick(rng);
+        const bool edge = k < 7 && (S <= 8 || edges[k] < 4097);  // keeps the big batches' caches small
+        seqs.push_back({edge ? edges[k] : any_ctx(rng), 1});
+      }
+      CAPTURE(g.hd, g.nkv, g.group, S);
+      check_attention(*gpu, *cpu, seqs, g, 16, blocks_for(seqs, 16), rng);
+    }
+}
+
+TEST_CASE("cuda paged decode attention: context 0 gives a zero row beside live sequences", "[cuda][attention]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(31);
+  for (Geometry g : {Geometry{64, 8, 4}, Geometry{128, 8, 4}}) {
+    CAPTURE(g.hd);
+    // one sequence (many splits per sequence) and a larger batch (one split each)
+    const std::vector<SeqSpec> one{{5, 1}};
+    check_attention(*gpu, *cpu, one, g, 16, blocks_for(one, 16), rng, {0});
+    const std::vector<SeqSpec> few{{190, 1}, {17, 1}, {1000, 1}, {3, 1}};
+    check_attention(*gpu, *cpu, few, g, 16, blocks_for(few, 16), rng, {1, 3});
+    std::vector<SeqSpec> many;
+    for (int32_t i = 0; i < 80; ++i) many.push_back({1 + (i * 53) % 700, 1});
+    check_attention(*gpu, *cpu, many, g, 16, blocks_for(many, 16), rng, {0, 41, 79});
+  }
+}
+
+// A decode graph replays one launch shape (the splits depend on the batch
+// shape only) while contexts grow and shrink between replays: the split
+// counters of one launch must leave the workspace ready for the next.
+TEST_CASE("cuda paged decode attention: same launch shape, contexts changing between launches", "[cuda][attention]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(37);
+  const Geometry g{64, 8, 4};
+  for (int32_t S : {1, 3}) {
+    for (int32_t ctx : {1, 16, 17, 190, 191, 640, 1000, 4097, 200, 2}) {
+      std::vector<SeqSpec> seqs;
+      for (int32_t i = 0; i < S; ++i) seqs.push_back({ctx + 3 * i, 1});
+      CAPTURE(S, ctx);
+      check_attention(*gpu, *cpu, seqs, g, 16, blocks_for(seqs, 16), rng);
+    }
+  }
 }
 
 TEST_CASE("cuda prefill attention matches the CPU (chunks over cached prefixes, mixed decodes)", "[cuda]") {

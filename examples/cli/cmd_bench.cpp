@@ -44,6 +44,7 @@ struct BenchArgs {
   float temperature = 1.0f;
   uint64_t seed = 1;
   bool cuda_graphs = true;
+  bool mma_decode_matmul = false;
   bool cuda_fused_gemv = true;
   bool int8 = false;          // quantize the linear layers at load (ModelLoadOptions::int8_weights)
   int32_t int8_group = 128;   // with int8: input features per scale
@@ -97,7 +98,8 @@ Setup open_model(const BenchArgs& a) {
   Setup s;
   if (a.backend == "cuda") {
 #if defined(PHOTON_HAVE_CUDA)
-    s.backend = unwrap(make_cuda_backend(CudaBackendOptions{.cuda_graphs = a.cuda_graphs, .fused_gemv = a.cuda_fused_gemv}));
+    s.backend = unwrap(make_cuda_backend(CudaBackendOptions{
+        .cuda_graphs = a.cuda_graphs, .mma_decode_matmul = a.mma_decode_matmul, .fused_gemv = a.cuda_fused_gemv}));
     s.device = cuda_device_name(*s.backend);
     s.copy_bandwidth = unwrap(cuda_copy_bandwidth(*s.backend, size_t(2) << 30, 20));
 #else
@@ -163,6 +165,7 @@ void run_bench(const BenchArgs& a) {
   out["load_seconds"] = load_s;
   out["temperature"] = a.temperature;
   out["cuda_graphs"] = a.cuda_graphs;
+  out["mma_decode_matmul"] = a.mma_decode_matmul;
   out["cuda_fused_gemv"] = a.cuda_fused_gemv;
   out["copy_bandwidth_GBps"] = s.copy_bandwidth / 1e9;
 
@@ -292,6 +295,9 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
   app.add_option("--temperature", a->temperature, "Sampling temperature of every step (0 = greedy)")->default_val(1.0);
   app.add_option("--seed", a->seed, "Seed of the random weights, prompts and sampling")->default_val(1);
   app.add_option("--cuda-graphs", a->cuda_graphs, "Replay decode steps from CUDA graphs (true|false)")->default_val(true);
+  app.add_option("--mma-decode-matmul", a->mma_decode_matmul,
+                 "2..64-row matmuls on the tensor-core gemv_mma kernel instead of cuBLASLt (true|false)")
+      ->default_val(false);
   app.add_option("--cuda-fused-gemv", a->cuda_fused_gemv,
                  "Fold one-row residual add + RMSNorm and SiLU-mul into the next GEMV (true|false)")
       ->default_val(true);

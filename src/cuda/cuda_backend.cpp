@@ -23,6 +23,7 @@
 #include "cuda/gemm.hpp"
 #include "cuda/gemv.cuh"
 #include "cuda/gemv_int8.cuh"
+#include "cuda/gemv_mma.cuh"
 #include "cuda/plan_staging.hpp"
 #include "cuda/prefill_attention.cuh"
 #include "cuda/rmsnorm.cuh"
@@ -241,6 +242,9 @@ class CudaBackend final : public Backend {
     if (out.data == nullptr) return fail(Errc::invalid_argument, "cuda matmul: out has no data");
     const cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(N), int32_t(K), out.dtype == DType::f32};
     if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
+    // Decode batches on tensor cores when asked (sm_90 clusters; cuBLASLt is faster so far).
+    if (options_.mma_decode_matmul && compute_major_ >= 9 && N < (int64_t(1) << 31) && cuda::gemv_mma_applies(g))
+      return cuda::launch_gemv_mma(g, num_sms_, stream_);
     return gemm_->run(out.data, out.dtype, x.data, W.w.data, M, N, K, stream_);
   }
 

@@ -17,6 +17,9 @@ struct CudaBackendOptions {
   size_t gemm_workspace_bytes = size_t(32) << 20;  // cuBLASLt workspace, reused by every matmul
   bool cuda_graphs = true;                     // replay decode-only steps from per-batch-size CUDA graphs
   int32_t max_graph_batch = 256;               // the largest decode batch that gets a graph
+  // 2..64-row matmuls (decode batches) on the gemv_mma tensor-core kernel (sm_90+) instead of
+  // cuBLASLt. Off by default: measured slower than cuBLASLt on the H200 (docs/performance.md).
+  bool mma_decode_matmul = false;
   bool fused_gemv = true;                      // one-row add_rmsnorm_matmul / silu_mul_matmul as GEMV prologues
 };
 

@@ -138,7 +138,8 @@ TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs
   struct Shape {
     int64_t M, N, K;
   };
-  // M = 1 with K % 8 == 0 runs the GEMV kernel (one K-split variant per N range); the rest cuBLASLt.
+  // M = 1 with K % 8 == 0 runs the GEMV kernel (one K-split variant per N range); the rest cuBLASLt
+  // (2 <= M <= 64 on the tensor-core kernel when asked: next test case).
   for (Shape s : {Shape{1, 2048, 2048}, Shape{1, 1000, 72}, Shape{1, 8192, 2048}, Shape{1, 517, 8200},
                   Shape{1, 5000, 4096}, Shape{1, 100, 36}, Shape{3, 1000, 72}, Shape{7, 3072, 2048},
                   Shape{33, 1000, 72}, Shape{128, 512, 384}, Shape{300, 1536, 64}}) {
@@ -158,6 +159,43 @@ TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs
     DeviceTensor g32 = poisoned(*gpu, DType::f32, {s.M, s.N});
     REQUIRE(gpu->matmul(g32.t, gx.t, weight_of(gw)).has_value());
     CHECK(rel_error(download(*gpu, g32.t), ref) < kF32MatmulTol);
+  }
+}
+
+TEST_CASE("cuda matmul for decode batches (tensor-core weight streaming) matches the CPU", "[cuda]") {
+  auto gpu = cuda_backend(CudaBackendOptions{.mma_decode_matmul = true});
+  auto cpu = cpu_reference();
+  std::mt19937 rng(61);
+  struct Shape {
+    int64_t M, N, K;
+  };
+  // With mma_decode_matmul, 2 <= M <= 64 with K % 8 == 0 runs the tensor-core kernel on sm_90:
+  // every padded row count (8, 16, 32, 64) with M below, at and above it; the model
+  // shapes (qkv 3072, o 2048, gate_up 16384, down K = 8192, LM head 128256); N not a
+  // multiple of the 128-row block (1000, 517, 72); K not a multiple of the 64-k stage
+  // (72, 200, 8200); K splits over clusters of 1 (large N or small K), 2, 4 and 8 blocks,
+  // some with ranks whose share of the activation rows is empty (M = 2, 3 of 8).
+  for (Shape s : {Shape{2, 3072, 2048}, Shape{3, 1000, 72}, Shape{4, 2048, 8192}, Shape{5, 72, 200},
+                  Shape{8, 16384, 2048}, Shape{15, 2048, 2048}, Shape{16, 3072, 2048}, Shape{17, 1000, 200},
+                  Shape{31, 2048, 4096}, Shape{33, 72, 72}, Shape{64, 2048, 8192}, Shape{64, 16384, 2048},
+                  Shape{64, 40000, 256}, Shape{17, 517, 8200}, Shape{4, 128256, 2048}}) {
+    const auto x = bf16_rounded(random_vec(rng, size_t(s.M * s.K)));
+    const auto w = bf16_rounded(random_vec(rng, size_t(s.N * s.K)));
+    DeviceTensor gx = upload(*gpu, x, DType::bf16, {s.M, s.K});
+    DeviceTensor gw = upload(*gpu, w, DType::bf16, {s.N, s.K});
+    DeviceTensor cx = upload(*cpu, x, DType::f32, {s.M, s.K});
+    DeviceTensor cw = upload(*cpu, w, DType::bf16, {s.N, s.K});
+    DeviceTensor cout = poisoned(*cpu, DType::f32, {s.M, s.N});
+    REQUIRE(cpu->matmul(cout.t, cx.t, weight_of(cw)).has_value());
+    const auto ref = download(*cpu, cout.t);
+    CAPTURE(s.M, s.N, s.K);
+    DeviceTensor g32 = poisoned(*gpu, DType::f32, {s.M, s.N});
+    REQUIRE(gpu->matmul(g32.t, gx.t, weight_of(gw)).has_value());
+    CHECK(rel_error(download(*gpu, g32.t), ref) < kF32MatmulTol);
+    if (s.N == 128256) continue;  // the LM head writes f32 logits only
+    DeviceTensor g16 = poisoned(*gpu, DType::bf16, {s.M, s.N});
+    REQUIRE(gpu->matmul(g16.t, gx.t, weight_of(gw)).has_value());
+    CHECK(rel_error(download(*gpu, g16.t), ref) < kBf16OutputTol);
   }
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench_driver.hpp"
+#include "bench_engine.hpp"
 #include "commands.hpp"
 #include "core/cpu_backend.hpp"
 #include "model/config.hpp"
@@ -44,6 +45,7 @@ struct BenchArgs {
   float temperature = 1.0f;
   uint64_t seed = 1;
   bool cuda_graphs = true;
+  bool engine = false;        // also run the batched shapes through the engine
   bool mma_decode_matmul = false;
   bool cuda_fused_gemv = true;
   bool int8 = false;          // quantize the linear layers at load (ModelLoadOptions::int8_weights)
@@ -252,6 +254,16 @@ void run_bench(const BenchArgs& a) {
   const MemoryStats mem = b.memory_stats();
   out["peak_device_memory_GiB"] = double(mem.peak_in_use) / double(1ull << 30);
 
+  if (a.engine) {
+    EngineBenchArgs ea;
+    ea.batches = a.batches;
+    ea.shapes = shapes;
+    ea.max_batch_tokens = a.max_batch_tokens;
+    ea.temperature = a.temperature;
+    ea.seed = a.seed;
+    out["engine"] = run_engine_bench(std::move(s.backend), std::move(s.model), max_b * blocks_per_seq, kBlock, ea);
+  }
+
   if (a.json) {
     fmt::print("{}\n", out.dump(2));
     return;
@@ -274,6 +286,15 @@ void run_bench(const BenchArgs& a) {
                r["prefill_tok_s"].get<double>(), r["ms_per_step"].get<double>(), r["achieved_GBps"].get<double>(),
                r["floor_tok_s"].get<double>());
   fmt::print("peak device memory: {:.2f} GiB\n", out["peak_device_memory_GiB"].get<double>());
+  if (!out.contains("engine")) return;
+  fmt::print("through the engine (requests submitted at once; decode tok/s and ms/step while all B decode):\n");
+  fmt::print("{:>6} {:>7} {:>6} {:>13} {:>12} {:>10} {:>10} {:>10}\n", "batch", "prompt", "gen", "output tok/s",
+             "decode tok/s", "ms/step", "TTFT p50", "TTFT max");
+  for (const auto& r : out["engine"])
+    fmt::print("{:>6} {:>7} {:>6} {:>13.0f} {:>12.0f} {:>10.3f} {:>10.2f} {:>10.2f}\n", r["batch"].get<int>(),
+               r["prompt"].get<int>(), r["generated"].get<int>(), r["output_tok_s"].get<double>(),
+               r["decode_tok_s"].get<double>(), r["ms_per_decode_step"].get<double>(), r["ttft_ms_p50"].get<double>(),
+               r["ttft_ms_max"].get<double>());
 }
 
 const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched throughput of a model on a backend",
@@ -295,6 +316,8 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
   app.add_option("--temperature", a->temperature, "Sampling temperature of every step (0 = greedy)")->default_val(1.0);
   app.add_option("--seed", a->seed, "Seed of the random weights, prompts and sampling")->default_val(1);
   app.add_option("--cuda-graphs", a->cuda_graphs, "Replay decode steps from CUDA graphs (true|false)")->default_val(true);
+  app.add_flag("--engine", a->engine,
+               "Also run the batched shapes through the engine (scheduler, chunked prefill, events)");
   app.add_option("--mma-decode-matmul", a->mma_decode_matmul,
                  "2..64-row matmuls on the tensor-core gemv_mma kernel instead of cuBLASLt (true|false)")
       ->default_val(false);

@@ -64,6 +64,9 @@ struct Request {
   // still reported). Need the tokenizer.
   std::vector<std::string> stop{};
   // Stream the generated text in Event::text (when the engine has a tokenizer).
+  // The text continues the prompt's: prompt text + generated text is the
+  // decoding of prompt + generated ids (SentencePiece keeps the first
+  // generated word's leading space).
   bool detokenize = true;
   bool skip_special_tokens = true;  // leave special tokens (EOS, <|eot_id|>...) out of the text
   // How `messages` are rendered. Kept last: GCC 12 gives a false -Wmaybe-uninitialized

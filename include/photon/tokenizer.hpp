@@ -154,6 +154,16 @@ class PHOTON_API DetokenizerStream {
   DetokenizerStream& operator=(DetokenizerStream&&) noexcept;
   ~DetokenizerStream();
 
+  // Makes the stream continue the text of `context` (typically the prompt)
+  // instead of starting a new text: the ids advance the decode state and
+  // produce no output, and an incomplete character at their end is completed
+  // by the next feeds. Afterwards the feeds of ids g concatenate to
+  // decode(context + g) minus decode(context) (for a context that ends on a
+  // whole character), which for SentencePiece keeps the first generated
+  // word's leading space, as a reader of prompt + continuation expects.
+  // Ids the tokenizer does not have (a model's padded vocabulary) add
+  // nothing, as they add no text to decode(). Replaces any earlier state.
+  void continue_after(std::span<const int32_t> context);
   // The new text this id completes (often empty). The view is valid until the
   // next call on this stream. out_of_range for an unknown id (the stream is
   // unchanged).

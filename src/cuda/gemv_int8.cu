@@ -7,9 +7,9 @@ namespace photon::cuda {
 namespace {
 
 constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
 constexpr int kUnroll = 8;          // 16-byte code loads in flight per lane (fast path)
 constexpr int kAnyUnroll = 4;       // 1-byte code loads in flight per lane (general path)
-constexpr int kRowsPerPass = 8;     // x rows one pass over w serves
 constexpr int kDequantThreads = 256;
 
 // Four int8 codes packed in a 32-bit word as exact floats: code ^ 0x80 is
@@ -22,7 +22,7 @@ __device__ __forceinline__ void codes4_to_f32(uint32_t word, float* f) {
   for (int i = 0; i < 4; ++i) f[i] = __uint_as_float(__byte_perm(biased, 0x4B000000u, 0x7440u | unsigned(i))) - 8388736.f;
 }
 
-// Lane 0 of the warp that owns column n writes its rows' results.
+// The thread holding column n's sums writes its rows' results.
 template <int MAXM>
 __device__ __forceinline__ void store_column(const GemvInt8Args& a, int n, const float (&acc)[MAXM]) {
 #pragma unroll
@@ -33,17 +33,24 @@ __device__ __forceinline__ void store_column(const GemvInt8Args& a, int n, const
   }
 }
 
-// Fast path (K % 16 == 0, group % 16 == 0, 16-byte aligned w and x): a block
-// of kWarps warps serves kWarps / KS columns; the KS warps of a column split
-// its K / 16 chunks (interleaved) and meet in shared memory. Lanes of one
-// group read the same scale (one broadcast load). MAXM >= a.M rows of x.
-template <int MAXM, int KS>
-__global__ void __launch_bounds__(kWarps * 32) gemv_int8_kernel(GemvInt8Args a) {
-  constexpr int kCols = kWarps / KS;
-  constexpr int kStep = 32 * KS;
+// Fast path (K % 16 == 0, group % 16 == 0, 16-byte aligned w and x): TPC
+// threads per output column (16 .. 256, a power of two), so a block of
+// kThreads serves kThreads / TPC columns; the TPC threads of a column take its
+// K / 16 chunks interleaved (thread p: chunks p, p + TPC, ...) and meet by
+// shuffles (within a warp) and shared memory (TPC > 32). Threads of one group
+// read the same scale (one broadcast load); the two columns of a warp at
+// TPC = 16 read the same x (one L1 transaction). MAXM >= a.M rows of x.
+// MAXM == 1 is held to 64 registers (4 blocks, 32 warps per SM): the bytes in
+// flight per SM, not the instructions, bound a decode GEMV.
+template <int MAXM, int TPC>
+__global__ void __launch_bounds__(kThreads, MAXM == 1 ? 4 : 2) gemv_int8_kernel(GemvInt8Args a) {
+  static_assert(TPC >= 16 && TPC <= kThreads && (TPC & (TPC - 1)) == 0, "threads per column");
+  constexpr int kCols = kThreads / TPC;
+  constexpr int kLanes = TPC < 32 ? TPC : 32;         // threads of a column in one warp
+  constexpr int kColWarps = TPC > 32 ? TPC / 32 : 1;  // warps of a column
   __shared__ float partial[kWarps][MAXM];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int col = warp / KS, slice = warp % KS;
+  const int col = threadIdx.x / TPC, p = threadIdx.x % TPC;
   const int n = blockIdx.x * kCols + col;
   const int chunks = n < a.N ? a.K / 16 : 0;  // a column past N streams nothing
   const int row = n < a.N ? n : 0;
@@ -58,12 +65,12 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_int8_kernel(GemvInt8Args a) 
   auto load = [&](int base) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int c = base + kStep * u;
+      const int c = base + TPC * u;
       wv[u] = c < chunks ? __ldcs(w + c) : make_uint4(0, 0, 0, 0);
       sc[u] = c < chunks ? __ldg(s + (group_shift >= 0 ? c >> group_shift : c / chunks_per_group)) : 0.f;
     }
   };
-  int c0 = slice * 32 + lane;
+  int c0 = p;
   load(c0);  // weights and scales only: no earlier kernel writes them
   pdl_wait();
   pdl_launch_dependents();
@@ -73,52 +80,54 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_int8_kernel(GemvInt8Args a) 
   for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;
   const uint4* x = reinterpret_cast<const uint4*>(a.x);
   const int64_t x_row = a.K / 8;  // 16-byte vectors per x row
-  for (; c0 < chunks; c0 += kStep * kUnroll) {
+  for (; c0 < chunks; c0 += TPC * kUnroll) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int c = c0 + kStep * u;
+      const int c = c0 + TPC * u;
       if (c >= chunks) break;
-      float q[16];
-      codes4_to_f32(wv[u].x, q);
-      codes4_to_f32(wv[u].y, q + 4);
-      codes4_to_f32(wv[u].z, q + 8);
-      codes4_to_f32(wv[u].w, q + 12);
+      // the chunk's two halves of 8 codes, one at a time (fewer live registers)
+      float dot[MAXM];
 #pragma unroll
-      for (int m = 0; m < MAXM; ++m) {
-        if (m >= a.M) break;
-        float lo[8], hi[8];
-        unpack_bf16x8(__ldg(x + m * x_row + 2 * c), lo);
-        unpack_bf16x8(__ldg(x + m * x_row + 2 * c + 1), hi);
-        float dot = 0.f;
+      for (int m = 0; m < MAXM; ++m) dot[m] = 0.f;
 #pragma unroll
-        for (int e = 0; e < 8; ++e) dot += q[e] * lo[e];
+      for (int h = 0; h < 2; ++h) {
+        float q[8];
+        codes4_to_f32(h == 0 ? wv[u].x : wv[u].z, q);
+        codes4_to_f32(h == 0 ? wv[u].y : wv[u].w, q + 4);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) dot += q[8 + e] * hi[e];
-        acc[m] += sc[u] * dot;
+        for (int m = 0; m < MAXM; ++m) {
+          if (m >= a.M) break;
+          float xf[8];
+          unpack_bf16x8(__ldg(x + m * x_row + 2 * c + h), xf);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) dot[m] += q[e] * xf[e];
+        }
       }
+#pragma unroll
+      for (int m = 0; m < MAXM; ++m) acc[m] += sc[u] * dot[m];
     }
-    load(c0 + kStep * kUnroll);
+    load(c0 + TPC * kUnroll);
   }
 #pragma unroll
-  for (int m = 0; m < MAXM; ++m) acc[m] = warp_sum(acc[m]);
-  if constexpr (KS > 1) {
+  for (int m = 0; m < MAXM; ++m) acc[m] = group_sum<kLanes>(acc[m]);
+  if constexpr (kColWarps > 1) {
     if (lane == 0)
 #pragma unroll
       for (int m = 0; m < MAXM; ++m) partial[warp][m] = acc[m];
     __syncthreads();
-    if (slice != 0) return;
+    if (p >= 32) return;  // the column's first warp sums its warps' partials
 #pragma unroll
     for (int m = 0; m < MAXM; ++m)
-      for (int k = 1; k < KS; ++k) acc[m] += partial[warp + k][m];
+      for (int k = 1; k < kColWarps; ++k) acc[m] += partial[warp + k][m];
   }
-  if (lane == 0 && n < a.N) store_column<MAXM>(a, n, acc);
+  if (p == 0 && n < a.N) store_column<MAXM>(a, n, acc);
 }
 
 // General path (any K, group and alignment): one warp per column, lanes
 // stride over single codes, each dequantized as the CPU does (code * scale in
 // f32) before the dot.
 template <int MAXM>
-__global__ void __launch_bounds__(kWarps * 32) gemv_int8_any_kernel(GemvInt8Args a) {
+__global__ void __launch_bounds__(kThreads) gemv_int8_any_kernel(GemvInt8Args a) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int n = blockIdx.x * kWarps + warp;
   const int K = n < a.N ? a.K : 0;  // a column past N streams nothing
@@ -153,24 +162,27 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_int8_any_kernel(GemvInt8Args
   if (lane == 0 && n < a.N) store_column<MAXM>(a, n, acc);
 }
 
-template <int MAXM, int KS>
+template <int MAXM, int TPC>
 cudaError_t launch_fast(const GemvInt8Args& a, cudaStream_t stream) {
-  const unsigned blocks = unsigned(ceil_div(a.N, kWarps / KS));
-  return launch_kernel(gemv_int8_kernel<MAXM, KS>, dim3(blocks), dim3(kWarps * 32), 0, stream, a);
+  const unsigned blocks = unsigned(ceil_div(a.N, kThreads / TPC));
+  return launch_kernel(gemv_int8_kernel<MAXM, TPC>, dim3(blocks), dim3(kThreads), 0, stream, a);
 }
 
 template <int MAXM>
 cudaError_t launch_rows(const GemvInt8Args& a, bool fast, cudaStream_t stream) {
   if (!fast) {
     const unsigned blocks = unsigned(ceil_div(a.N, kWarps));
-    return launch_kernel(gemv_int8_any_kernel<MAXM>, dim3(blocks), dim3(kWarps * 32), 0, stream, a);
+    return launch_kernel(gemv_int8_any_kernel<MAXM>, dim3(blocks), dim3(kThreads), 0, stream, a);
   }
-  // About 8192 warps in flight fill an H100/H200's DRAM pipe; split K (rows of
-  // K bytes) until N * KS gets there while every lane keeps a few chunks.
-  if (a.N >= 8192 || a.K < 4096) return launch_fast<MAXM, 1>(a, stream);
-  if (a.N >= 4096) return launch_fast<MAXM, 2>(a, stream);
-  if (a.N >= 2048 || a.K < 8192) return launch_fast<MAXM, 4>(a, stream);
-  return launch_fast<MAXM, 8>(a, stream);
+  // Threads per column: the fewest (>= 16) that leave each thread at most
+  // kUnroll chunks, so one batch of loads covers the row (K = 2048: 16,
+  // K = 8192: 64) and every thread has all its loads in flight at once.
+  const int chunks = a.K / 16;
+  if (chunks <= 16 * kUnroll) return launch_fast<MAXM, 16>(a, stream);
+  if (chunks <= 32 * kUnroll) return launch_fast<MAXM, 32>(a, stream);
+  if (chunks <= 64 * kUnroll) return launch_fast<MAXM, 64>(a, stream);
+  if (chunks <= 128 * kUnroll) return launch_fast<MAXM, 128>(a, stream);
+  return launch_fast<MAXM, 256>(a, stream);
 }
 
 // Out-of-place dequantization. kVec: 8 codes per thread step (K % 8 == 0,
@@ -214,19 +226,13 @@ Status launch_gemv_int8(const GemvInt8Args& a, cudaStream_t stream) {
     return bad_launch("gemv_int8", "needs 1 <= M <= " + std::to_string(kGemvInt8MaxRows) +
                                        ", N, K, group > 0 and non-null pointers");
   const bool fast = a.K % 16 == 0 && a.group % 16 == 0 && is_aligned(a.w, 16) && is_aligned(a.x, 16);
-  const size_t out_size = a.out_f32 ? sizeof(float) : sizeof(bf16);
-  for (int32_t m0 = 0; m0 < a.M; m0 += kRowsPerPass) {
-    GemvInt8Args p = a;
-    p.M = a.M - m0 < kRowsPerPass ? a.M - m0 : kRowsPerPass;
-    p.x = a.x + int64_t(m0) * a.K;
-    p.out = static_cast<char*>(a.out) + size_t(m0) * size_t(a.N) * out_size;
-    cudaError_t err;
-    if (p.M == 1) err = launch_rows<1>(p, fast, stream);
-    else if (p.M == 2) err = launch_rows<2>(p, fast, stream);
-    else if (p.M <= 4) err = launch_rows<4>(p, fast, stream);
-    else err = launch_rows<kRowsPerPass>(p, fast, stream);
-    PHOTON_CUDA_TRY(err);
-  }
+  static_assert(kGemvInt8MaxRows == 8, "instantiate the kernels for every dispatched row count");
+  cudaError_t err;
+  if (a.M == 1) err = launch_rows<1>(a, fast, stream);
+  else if (a.M == 2) err = launch_rows<2>(a, fast, stream);
+  else if (a.M <= 4) err = launch_rows<4>(a, fast, stream);
+  else err = launch_rows<8>(a, fast, stream);
+  PHOTON_CUDA_TRY(err);
   return {};
 }
 

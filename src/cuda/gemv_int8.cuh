@@ -4,17 +4,17 @@
 // accumulation, bf16 or f32 out. The CPU twin is the CPU backend's matmul
 // with an i8 Weight (core/cpu_ops.hpp).
 //
-// launch_gemv_int8 (decode, 1 <= M <= kGemvInt8MaxRows): one warp (or up to
-// eight splitting K) per output column n streams w's row n once: 16-byte
-// loads of 16 codes, eight in flight per lane, evict-first, issued before
-// pdl_wait(); one scale per 16 codes (the fast path, K and group multiples
-// of 16) or per code (any K, group and alignment). Codes become floats in
-// registers (byte permute + one subtract, exact), each 16-code dot with x
-// (L1-resident) is scaled once. Rows beyond 8 are served by one more pass
-// over w per 8 rows.
+// launch_gemv_int8 (decode, 1 <= M <= kGemvInt8MaxRows): 16 .. 256 threads
+// per output column n (as many as leave each at most eight chunks) stream
+// w's row n once: 16-byte loads of 16 codes, all of a thread's in flight at
+// once, evict-first, issued before pdl_wait(); one scale per 16 codes (the
+// fast path, K and group multiples of 16) or per code (any K, group and
+// alignment, one warp per column). Codes become floats in registers (byte
+// permute + one subtract, exact), each 16-code dot with x (L1-resident) is
+// scaled once.
 // Bandwidth model: reads N*K bytes of codes + N*ceil(K/group)*4 of scales
-// (3% of the codes at group 128) per pass of up to 8 rows, plus M*K*2 of x;
-// writes M*N outputs. At M = 1 that is half the bytes of the bf16 GEMV.
+// (3% of the codes at group 128) plus M*K*2 of x; writes M*N outputs. At
+// M = 1 that is half the bytes of the bf16 GEMV.
 //
 // launch_dequantize_int8 (prefill and big batches, the caller then runs the
 // bf16 cuBLASLt product on `out`): out bf16 [N, K] = dequant(w). Reads N*K
@@ -33,9 +33,11 @@
 
 namespace photon::cuda {
 
-// The largest M launch_gemv_int8 takes (two passes over w); larger M goes
-// through launch_dequantize_int8 and cuBLASLt.
-constexpr int32_t kGemvInt8MaxRows = 16;
+// The largest M launch_gemv_int8 takes; larger M goes through
+// launch_dequantize_int8 and cuBLASLt. (Two passes of 8 rows for M = 16
+// measured 4.33 ms per Llama-3.2-1B decode step, where dequantize + cuBLASLt
+// costs about 1.33 + 0.87 ms: docs/performance.md.)
+constexpr int32_t kGemvInt8MaxRows = 8;
 
 struct GemvInt8Args {
   void* out = nullptr;                 // [M, N], bf16 or f32 (out_f32)

@@ -59,7 +59,7 @@ Result<EngineCore::Prepared> EngineCore::prepare(Request request) const {
   if (!request.stop.empty() && tokenizer_ == nullptr)
     return fail(Errc::invalid_state, "request.stop needs a tokenizer, and the engine has none");
   if (tokenizer_ != nullptr && (request.detokenize || !request.stop.empty())) {
-    PHOTON_ASSIGN_OR_RETURN(TextStream text, TextStream::create(*tokenizer_, request));
+    PHOTON_ASSIGN_OR_RETURN(TextStream text, TextStream::create(*tokenizer_, request, p.prompt));
     p.text.emplace(std::move(text));
   }
   return p;

@@ -39,12 +39,15 @@ Result<std::vector<int32_t>> take_prompt_ids(Request& request, const Tokenizer* 
   return encode_text_prompt(request, tokenizer);
 }
 
-Result<TextStream> TextStream::create(const Tokenizer& tokenizer, const Request& request) {
+Result<TextStream> TextStream::create(const Tokenizer& tokenizer, const Request& request,
+                                      std::span<const int32_t> prompt) {
   auto stops = StopStringMatcher::create(request.stop);
   if (!stops) return fail(stops.error().code, "request." + stops.error().message);
   DecodeOptions dec;
   dec.skip_special_tokens = request.skip_special_tokens;
-  return TextStream(DetokenizerStream(tokenizer, dec), std::move(*stops));
+  DetokenizerStream detok(tokenizer, dec);
+  detok.continue_after(prompt);  // the generated text continues the prompt's
+  return TextStream(std::move(detok), std::move(*stops));
 }
 
 bool TextStream::feed(int32_t token, std::string& out) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,10 @@ Result<std::vector<int32_t>> take_prompt_ids(Request& request, const Tokenizer* 
 // Thread-compatibility: one thread (the stepping thread).
 class TextStream {
  public:
+  // The text continues `prompt`'s (DetokenizerStream::continue_after).
   // Errors: invalid_argument (an empty stop string).
-  static Result<TextStream> create(const Tokenizer& tokenizer, const Request& request);
+  static Result<TextStream> create(const Tokenizer& tokenizer, const Request& request,
+                                   std::span<const int32_t> prompt);
 
   // Appends the text `token` completes to `out`; true when a stop string was
   // found (`out` then ends right before it and the stream is done).

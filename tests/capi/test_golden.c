@@ -1,7 +1,7 @@
 /* Golden: tokens generated through the C API equal the greedy ids of
  * models/stories260K/golden/<name>.json, for prompts given as token ids and as
- * text, all eight requests batched together; the streamed text equals the
- * golden decode of the generated ids. */
+ * text, all eight requests batched together; the streamed text is what follows
+ * the prompt in the golden decode of prompt + generated ids. */
 #include "engine_util.h"
 #include "golden_json.h"
 
@@ -15,6 +15,7 @@ typedef struct golden {
   int32_t generated[128];
   int num_generated;
   char generated_text[4096];
+  char full_text[8192];
 } golden;
 
 static int load_golden(const char* name, golden* g) {
@@ -27,7 +28,8 @@ static int load_golden(const char* name, golden* g) {
   g->num_prompt_ids = golden_int_array(json, "prompt_ids", g->prompt_ids, 128);
   g->num_generated = golden_int_array(json, "generated_ids", g->generated, 128);
   ok = g->num_prompt_ids > 0 && g->num_generated > 0 && golden_string(json, "prompt", g->prompt, 512) >= 0 &&
-       golden_string(json, "generated_text", g->generated_text, 4096) >= 0;
+       golden_string(json, "generated_text", g->generated_text, 4096) >= 0 &&
+       golden_string(json, "full_text", g->full_text, 8192) >= 0;
   free(json);
   return ok;
 }
@@ -58,10 +60,13 @@ static void test_golden_greedy(void) {
     CHECK(c[i].num_finish_events == 1 && !c[i].bad_order);
     CHECK(c[i].num_tokens == want->num_generated);
     CHECK(memcmp(c[i].tokens, want->generated, (size_t)want->num_generated * sizeof(int32_t)) == 0);
-    /* The streamed pieces concatenate to the golden decode of the generated ids. */
-    CHECK(strcmp(c[i].text, want->generated_text) == 0);
-    if (strcmp(c[i].text, want->generated_text) != 0) {
-      fprintf(stderr, "    streamed: \"%s\"\n    golden:   \"%s\"\n", c[i].text, want->generated_text);
+    /* The streamed pieces continue the prompt's text: they are what follows the
+     * prompt in the golden decode of prompt + generated ids (HF's generated_text
+     * decodes the new ids alone, which drops a SentencePiece word's first space). */
+    REQUIRE(strncmp(want->full_text, want->prompt, strlen(want->prompt)) == 0);
+    CHECK(strcmp(c[i].text, want->full_text + strlen(want->prompt)) == 0);
+    if (strcmp(c[i].text, want->full_text + strlen(want->prompt)) != 0) {
+      fprintf(stderr, "    streamed: \"%s\"\n    golden:   \"%s\"\n", c[i].text, want->full_text + strlen(want->prompt));
     }
   }
   capi_current = "test_golden_greedy";

@@ -1,4 +1,4 @@
-// The CUDA backend's int8 matmul (W8A16 GEMV for M <= 16, dequantize + bf16
+// The CUDA backend's int8 matmul (W8A16 GEMV for M <= 8, dequantize + bf16
 // cuBLASLt above) against the CPU backend's int8 matmul on fresh random
 // inputs: the same codes and scales (quantized on the host, core/quantize.hpp)
 // on both backends, bf16-rounded x, poisoned outputs.
@@ -95,13 +95,15 @@ TEST_CASE("cuda int8 matmul matches the CPU int8 matmul (GEMV and dequantize + c
   auto cpu = cpu_reference();
   REQUIRE(gpu->supports_int8_weights());
   std::mt19937 rng(41);
-  // Model shapes (Llama-3.2-1B qkv, down; a wide gate_up), every K-split of
-  // the fast path (N, K), groups 128 / 64 / 32 and 48 (a shorter last group),
-  // and the general path: K % 16 != 0 (72, 8200), a group that is not a
-  // multiple of 16 (20, 5), odd N.
+  // Model shapes (Llama-3.2-1B qkv, down; a wide gate_up); every
+  // threads-per-column choice of the fast path (K / 16 = 128, 256, 512, 513,
+  // 1025 chunks: 16, 32, 64, 128, 256 threads); groups 128 / 64 / 32 / 16 and
+  // 48 (a shorter last group, a group index by division); the general path:
+  // K % 16 != 0 (72, 8200), groups that are not multiples of 16 (20, 5); odd N.
   const std::vector<Case> cases = {{3072, 2048, 128}, {2048, 8192, 64}, {8192, 2048, 32}, {5000, 4096, 128},
                                    {1000, 4096, 48},  {300, 8192, 48},  {2048, 2048, 48}, {1000, 72, 48},
-                                   {517, 8200, 128},  {100, 64, 20},    {33, 160, 5},     {7, 16, 128}};
+                                   {517, 8200, 128},  {100, 64, 20},    {33, 160, 5},     {7, 16, 128},
+                                   {65, 8208, 16},   {3, 160, 32},     {40, 16400, 64}};
   for (const Case& c : cases) {
     const HostInt8 h = random_int8(rng, c.N, c.K, c.group);
     const DeviceInt8 gw = upload_int8(*gpu, h);

@@ -252,7 +252,7 @@ TEST_CASE("cuda graph replay gives the logits of eager decode steps", "[cuda]") 
 // int8 weights (ModelLoadOptions::int8_weights) on both backends. The loader
 // quantizes on the host, so both hold the same codes and scales and the GPU's
 // logits differ from the CPU's only as in the bf16 case above: bf16
-// activations, plus (prompts over 16 tokens, the dequantize + cuBLASLt path)
+// activations, plus (prompts over 8 tokens, the dequantize + cuBLASLt path)
 // one bf16 rounding of each dequantized weight, the size of the rounding a
 // bf16 checkpoint's weights already carry. So kGoldenTol bounds them too.
 // Prompts of 1 and 5 tokens and every decode step run the int8 GEMV (decode

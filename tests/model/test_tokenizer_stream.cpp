@@ -154,3 +154,59 @@ TEST_CASE("stop strings: hold-back is bounded, empty stops are rejected, no stop
   REQUIRE(none.has_value());
   CHECK(none->feed("anything").text == "anything");
 }
+
+TEST_CASE("a stream continuing a context yields decode(context + ids) minus decode(context)", "[model]") {
+  std::mt19937 rng(77);
+  for (const char* name : {"llama3", "qwen3", "stories260K"}) {
+    const Tokenizer& tok = tokenizer(name);
+    std::uniform_int_distribution<int32_t> any(0, tok.vocab_size() - 1);
+    int32_t checked = 0;
+    for (int i = 0; i < 300; ++i) {
+      std::vector<int32_t> context(static_cast<size_t>(i % 7)), gen(static_cast<size_t>(1 + i % 13));
+      for (auto& id : context) id = any(rng);
+      for (auto& id : gen) id = any(rng);
+      std::vector<int32_t> all = context;
+      all.insert(all.end(), gen.begin(), gen.end());
+      auto whole = tok.decode(all);
+      auto head = tok.decode(context);
+      REQUIRE(whole.has_value());
+      REQUIRE(head.has_value());
+      // Compare where the whole text begins with the context's (its last character is not completed by the ids).
+      if (whole->compare(0, head->size(), *head) != 0) continue;
+      DetokenizerStream stream(tok);
+      stream.continue_after(context);
+      std::string out;
+      for (int32_t id : gen) {
+        auto piece = stream.feed(id);
+        REQUIRE(piece.has_value());
+        out += *piece;
+      }
+      out += stream.finish();
+      INFO(name << " case " << i);
+      CHECK(out == whole->substr(head->size()));
+      ++checked;
+    }
+    CHECK(checked > 200);
+  }
+}
+
+TEST_CASE("SentencePiece: a continuation keeps its first word's space, a fresh text drops it", "[model]") {
+  const Tokenizer& tok = tokenizer("stories260K");
+  auto prompt = tok.encode("One day, they");  // BOS + pieces
+  auto gen = tok.encode("saw a box", {.add_special_tokens = false});  // "▁saw▁a▁box"
+  REQUIRE(prompt.has_value());
+  REQUIRE(gen.has_value());
+  auto run = [&](std::span<const int32_t> context) {
+    DetokenizerStream stream(tok);
+    stream.continue_after(context);
+    std::string out;
+    for (int32_t id : *gen) out += *stream.feed(id);
+    return out + std::string(stream.finish());
+  };
+  CHECK(run(*prompt) == " saw a box");
+  CHECK(run(std::span<const int32_t>(prompt->data(), 1)) == "saw a box");  // BOS alone: start of text
+  CHECK(run({}) == "saw a box");
+  // Ids outside the tokenizer add nothing to the context.
+  std::vector<int32_t> padded = {prompt->front(), tok.vocab_size() + 5};
+  CHECK(run(padded) == "saw a box");
+}

@@ -4,12 +4,11 @@
 // prefix sharing; seeded sampling does not depend on the batch.
 #include <catch2/catch.hpp>
 
-#include <map>
-#include <random>
 #include <vector>
 
 #include "golden_cases.hpp"
 #include "photon/engine.hpp"
+#include "support/engine_run.hpp"
 #include "support/test_data.hpp"
 
 using namespace photon;
@@ -40,38 +39,10 @@ Request greedy(std::vector<int32_t> prompt, int32_t max_tokens) {
   return r;
 }
 
-// Submits request i before step arrival[i], steps until every request ends,
-// returns the generated tokens per request (REQUIREs a length finish).
-std::vector<std::vector<int32_t>> run_staggered(Engine& engine, const std::vector<Request>& reqs,
-                                                const std::vector<int32_t>& arrival) {
-  std::vector<RequestId> ids(reqs.size(), 0);
-  std::map<RequestId, std::vector<int32_t>> tokens;
-  std::map<RequestId, FinishReason> finish;
-  size_t submitted = 0;
-  std::vector<Event> events;
-  for (int32_t t = 0; submitted < reqs.size() || engine.has_work(); ++t) {
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      if (arrival[i] != t) continue;
-      auto id = engine.submit(reqs[i]);
-      REQUIRE(id.has_value());
-      ids[i] = *id;
-      ++submitted;
-    }
-    auto st = engine.step();
-    REQUIRE(st.has_value());
-    events.clear();
-    engine.poll(events);
-    for (const Event& e : events) {
-      if (e.token >= 0) tokens[e.request].push_back(e.token);
-      if (e.finish != FinishReason::none) finish[e.request] = e.finish;
-    }
-  }
-  std::vector<std::vector<int32_t>> out;
-  for (RequestId id : ids) {
-    CHECK(finish[id] == FinishReason::length);
-    out.push_back(tokens[id]);
-  }
-  return out;
+// The generated tokens of each request (CHECKs a length finish).
+std::vector<std::vector<int32_t>> staggered_tokens(Engine& engine, const std::vector<Request>& reqs,
+                                                   const std::vector<int32_t>& arrival) {
+  return tokens_of_length_runs(run_staggered(engine, reqs, arrival));
 }
 
 }  // namespace
@@ -94,34 +65,20 @@ TEST_CASE("engine on the CPU backend: single requests reproduce the golden greed
 }
 
 TEST_CASE("engine on the CPU backend: batched greedy equals golden greedy", "[scheduler]") {
-  struct Row {
-    int32_t concurrency, kv_blocks, block_size, max_batch_tokens, max_seqs;
-  };
-  // Each request needs at most 300 + 32 tokens: 21 blocks of 16, 42 of 8.
-  const Row rows[] = {
-      {5, 128, 16, 2048, 8},   // all cases at once
-      {10, 128, 16, 7, 16},    // prefill in chunks of 7 tokens
-      {12, 512, 4, 1, 12},     // one token per step
-      {24, 23, 16, 96, 24},    // barely one long request's blocks: constant preemption
-      {64, 100, 8, 160, 64},   // 64 concurrent, staggered, preempting
-  };
   const char* models[] = {"llama3-tiny", "qwen3-tiny"};
   for (const char* model : models) {
     const auto cases = load_golden_cases(model);
-    for (const Row& row : rows) {
+    for (const BatchScenario& row : batch_scenarios()) {
       DYNAMIC_SECTION(model << ": " << row.concurrency << " requests, " << row.kv_blocks << "x" << row.block_size
                             << " KV, " << row.max_batch_tokens << " tokens/step") {
         auto engine = Engine::open(cpu_options(model, row.kv_blocks, row.block_size, row.max_batch_tokens, row.max_seqs));
         REQUIRE(engine.has_value());
         std::vector<Request> reqs;
-        std::vector<int32_t> arrival;
-        std::mt19937 rng(uint32_t(row.concurrency));
         for (int32_t i = 0; i < row.concurrency; ++i) {
           const GoldenCase& c = cases[size_t(i) % cases.size()];
           reqs.push_back(greedy(c.prompt, int32_t(c.greedy.size())));
-          arrival.push_back(std::uniform_int_distribution<int32_t>(0, 3 * row.concurrency)(rng));
         }
-        const auto got = run_staggered(*engine, reqs, arrival);
+        const auto got = staggered_tokens(*engine, reqs, random_arrivals(row.concurrency));
         for (int32_t i = 0; i < row.concurrency; ++i) {
           INFO("request " << i << ", prompt length " << reqs[size_t(i)].prompt_tokens.size());
           CHECK(got[size_t(i)] == cases[size_t(i) % cases.size()].greedy);
@@ -137,16 +94,8 @@ TEST_CASE("engine on the CPU backend: batched greedy equals golden greedy", "[sc
 
 TEST_CASE("engine on the CPU backend: shared prefixes change nothing", "[scheduler]") {
   const auto cases = load_golden_cases("llama3-tiny");
-  const std::vector<int32_t>& base = cases.back().prompt;  // 300 tokens
   std::vector<Request> reqs;
-  std::mt19937 rng(5);
-  for (int32_t i = 0; i < 16; ++i) {
-    // A long shared prefix (cut at block boundaries and inside blocks) + a private suffix.
-    const int32_t keep = 40 + 17 * i;
-    std::vector<int32_t> p(base.begin(), base.begin() + keep);
-    for (int32_t k = 0; k < 1 + i % 5; ++k) p.push_back(std::uniform_int_distribution<int32_t>(0, 1023)(rng));
-    reqs.push_back(greedy(p, 12));
-  }
+  for (auto& p : shared_prefix_prompts(cases.back().prompt)) reqs.push_back(greedy(std::move(p), 12));  // of 300 tokens
   // Reference: each request alone, no prefix cache.
   auto lone = Engine::open(cpu_options("llama3-tiny", 64, 16, 512, 1, false));
   REQUIRE(lone.has_value());
@@ -162,7 +111,7 @@ TEST_CASE("engine on the CPU backend: shared prefixes change nothing", "[schedul
       REQUIRE(shared.has_value());
       std::vector<int32_t> arrival;
       for (size_t i = 0; i < reqs.size(); ++i) arrival.push_back(int32_t(i) * 2);
-      const auto got = run_staggered(*shared, reqs, arrival);
+      const auto got = staggered_tokens(*shared, reqs, arrival);
       for (size_t i = 0; i < reqs.size(); ++i) {
         INFO("request " << i);
         CHECK(got[i] == want[i]);
@@ -207,7 +156,7 @@ TEST_CASE("engine on the CPU backend: seeded sampling gives the same tokens what
   REQUIRE(engine.has_value());
   std::vector<int32_t> arrival;
   for (size_t i = 0; i < reqs.size(); ++i) arrival.push_back(int32_t(i % 5));
-  const auto got = run_staggered(*engine, reqs, arrival);
+  const auto got = staggered_tokens(*engine, reqs, arrival);
   CHECK(engine->metrics().preemptions > 0);
   for (size_t i = 0; i < reqs.size(); ++i) {
     INFO("request " << i);

@@ -73,6 +73,22 @@ TEST_CASE("engine text: a text prompt reproduces the stories260K golden generati
   CHECK(same->tokens == g.generated_ids);
 }
 
+TEST_CASE("engine text: the generated text continues the prompt's, first space included", "[scheduler]") {
+  // HF's generated_text decodes the new ids alone ("saw a big box..."); the
+  // engine's text is what follows the prompt in full_text (" saw a big box...").
+  auto in = std::ifstream(test::stories_dir() + "/golden/lily_and_ben.json");
+  const auto j = nlohmann::json::parse(in);
+  const auto prompt = j.at("prompt").get<std::string>(), full = j.at("full_text").get<std::string>();
+  const auto want_ids = j.at("generated_ids").get<std::vector<int32_t>>();
+  Engine engine = open_stories();
+  auto done = engine.generate(text_request(prompt, int32_t(want_ids.size())));
+  REQUIRE(done.has_value());
+  REQUIRE(done->tokens == want_ids);
+  REQUIRE(full.compare(0, prompt.size(), prompt) == 0);
+  CHECK(done->text == full.substr(prompt.size()));
+  CHECK(done->text.front() == ' ');
+}
+
 TEST_CASE("engine text: streamed pieces concatenate to the decoded text", "[scheduler]") {
   const StoriesGolden g = load_stories_golden("once_upon_a_time");
   Engine engine = open_stories(/*max_batch_tokens=*/3);  // chunked prompts, several requests
@@ -90,12 +106,19 @@ TEST_CASE("engine text: streamed pieces concatenate to the decoded text", "[sche
       if (e.token >= 0) tokens[e.request].push_back(e.token);
     }
   }
-  DecodeOptions dec;
-  dec.skip_special_tokens = true;
-  for (RequestId id : ids) {
-    auto decoded = engine.tokenizer()->decode(tokens[id], dec);
-    REQUIRE(decoded.has_value());
-    CHECK(text[id] == *decoded);
+  // The text continues the prompt's: decode(prompt + generated) minus decode(prompt).
+  const char* prompts[] = {"Once upon a time", "Lily and Ben", "The dog"};
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto prompt = engine.tokenizer()->encode(prompts[i]);
+    REQUIRE(prompt.has_value());
+    std::vector<int32_t> all = *prompt;
+    all.insert(all.end(), tokens[ids[i]].begin(), tokens[ids[i]].end());
+    auto whole = engine.tokenizer()->decode(all);
+    auto head = engine.tokenizer()->decode(*prompt);
+    REQUIRE(whole.has_value());
+    REQUIRE(head.has_value());
+    REQUIRE(whole->compare(0, head->size(), *head) == 0);
+    CHECK(text[ids[i]] == whole->substr(head->size()));
   }
   CHECK(text[ids[0]] == g.generated_text.substr(0, text[ids[0]].size()));
 }

@@ -4,7 +4,7 @@
 #   prompt: `generate --prompt` with GOLDEN_DIR/once_upon_a_time.json's prompt text gives its
 #           generated_ids and generated_text
 #   logits: `logits` on MODEL prints one row of vocab_size floats per input token
-#   int8:   `generate --int8` and `batch --int8` run on MODEL (cpu backend)
+#   int8:   `generate --int8`, `batch --int8` and `bench --int8` run on MODEL (cpu backend)
 #   errors: bad folders, malformed files and bad token lists exit with status 1
 #           and an "error:" message on stderr (never a crash)
 cmake_minimum_required(VERSION 3.20)
@@ -114,6 +114,29 @@ elseif(MODE STREQUAL "int8")
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(rc EQUAL 0)
     message(FATAL_ERROR "generate --int8 --int8-group 0 was accepted")
+  endif()
+  # bench --int8 says so and counts 1 + 4/32 bytes per linear weight (bf16: 2) in a decode step's reads
+  set(bench_args bench --backend cpu --model ${MODEL} --json --batches 2 --shapes 8x4 --ttft-prompts 8
+                 --prefill-prompt 8 --decode-prompt 8 --decode-tokens 4 --repeats 1)
+  execute_process(COMMAND ${PHOTON} ${bench_args} --int8 --int8-group 32
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE q8 ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "photon bench --int8 failed (${rc}): ${err}")
+  endif()
+  execute_process(COMMAND ${PHOTON} ${bench_args} RESULT_VARIABLE rc OUTPUT_VARIABLE ref ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "photon bench failed (${rc}): ${err}")
+  endif()
+  string(JSON weights GET "${q8}" weights)
+  string(JSON q8_bytes GET "${q8}" single_stream bytes_per_step)
+  string(JSON ref_bytes GET "${ref}" single_stream bytes_per_step)
+  if(NOT weights STREQUAL "int8, group 32" OR NOT q8_bytes LESS ref_bytes)
+    message(FATAL_ERROR "bench --int8: weights '${weights}', bytes per step ${q8_bytes} (bf16: ${ref_bytes})")
+  endif()
+  execute_process(COMMAND ${PHOTON} ${bench_args} --int8 --int8-group 0
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT err MATCHES "group size 0")
+    message(FATAL_ERROR "bench --int8 --int8-group 0: rc ${rc}, stderr ${err}")
   endif()
 
 elseif(MODE STREQUAL "errors")

@@ -62,6 +62,11 @@ Status expect_norm_weight(const char* op, const char* name, const Tensor& w, int
   return {};
 }
 bf16_t* bf(const Tensor& t) { return static_cast<bf16_t*>(t.data); }
+// Whether the bytes of a and b overlap.
+bool overlaps(const Tensor& a, const Tensor& b) {
+  const auto pa = reinterpret_cast<uintptr_t>(a.data), pb = reinterpret_cast<uintptr_t>(b.data);
+  return pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
 
 // Batch-size buckets of decode graphs: powers of two to 8, then multiples of 8 to 64, then of 32.
 int32_t bucket_for(int32_t s) {
@@ -91,6 +96,7 @@ class CudaBackend final : public Backend {
     int8_workspace_ = Buffer();
     attention_workspace_ = Buffer();
     attention_arrivals_ = Buffer();
+    gemv_arrivals_ = Buffer();
     cudaStreamDestroy(stream_);
   }
 
@@ -98,6 +104,9 @@ class CudaBackend final : public Backend {
     PHOTON_ASSIGN_OR_RETURN(gemm_workspace_, allocate(options_.gemm_workspace_bytes));
     PHOTON_ASSIGN_OR_RETURN(gemm_, cuda::Gemm::create(gemm_workspace_.data(), gemm_workspace_.size()));
     PHOTON_ASSIGN_OR_RETURN(sampler_, cuda::Sampler::create(*this, compute_major_, stream_));
+    PHOTON_ASSIGN_OR_RETURN(gemv_arrivals_, allocate(sizeof(unsigned)));
+    PHOTON_CUDA_TRY(cudaMemsetAsync(gemv_arrivals_.data(), 0, sizeof(unsigned), stream_));
+    PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
     return {};
   }
 
@@ -373,6 +382,46 @@ class CudaBackend final : public Backend {
     return cuda::launch_silu_mul({bf(out), bf(gate_up), int32_t(T), int32_t(out.numel() / T)}, stream_);
   }
 
+  // Fused for M <= kGemvMaxRows (the GEMV's add_rmsnorm prologue); otherwise, or for
+  // arguments the fused kernel does not take, the composition (which also reports bad arguments).
+  Result<void> add_rmsnorm_matmul(Tensor out, const Weight& W, Tensor residual, Tensor x, Tensor w, float eps,
+                                  Tensor normed) override {
+    const int64_t K = W.w.rank == 2 ? W.w.dim(1) : 0;
+    const bool bf16s = W.w.dtype == DType::bf16 && residual.dtype == DType::bf16 && x.dtype == DType::bf16 &&
+                       normed.dtype == DType::bf16 && out.dtype == DType::bf16;
+    const bool norm_ok = (w.dtype == DType::bf16 || w.dtype == DType::f32) && w.numel() == K && w.data != nullptr;
+    const int64_t M = K > 0 && x.numel() % K == 0 ? x.numel() / K : 0, N = W.w.rank == 2 ? W.w.dim(0) : 0;
+    if (options_.fused_gemv && bf16s && norm_ok && M >= 1 && M <= cuda::kGemvMaxRows && residual.numel() == M * K &&
+        normed.numel() == M * K && out.numel() == M * N && N < (int64_t(1) << 31) && !overlaps(out, residual) &&
+        !overlaps(out, x)) {
+      cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(N), int32_t(K), false};
+      g.prologue = cuda::GemvPrologue::add_rmsnorm;
+      g.residual = bf(residual);
+      g.norm_w = w.data;
+      g.norm_f32 = w.dtype == DType::f32;
+      g.eps = eps;
+      g.arrivals = static_cast<unsigned*>(gemv_arrivals_.data());
+      if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
+    }
+    return Backend::add_rmsnorm_matmul(out, W, residual, x, w, eps, normed);
+  }
+
+  // Fused for M <= kGemvMaxRows (the GEMV's silu_mul prologue); otherwise the composition.
+  Result<void> silu_mul_matmul(Tensor out, const Weight& W, Tensor gate_up, Tensor mlp) override {
+    const int64_t K = W.w.rank == 2 ? W.w.dim(1) : 0;
+    const bool bf16s = W.w.dtype == DType::bf16 && gate_up.dtype == DType::bf16 && mlp.dtype == DType::bf16 &&
+                       out.dtype == DType::bf16;
+    const int64_t M = K > 0 && gate_up.numel() % (2 * K) == 0 ? gate_up.numel() / (2 * K) : 0;
+    const int64_t N = W.w.rank == 2 ? W.w.dim(0) : 0;
+    if (options_.fused_gemv && bf16s && M >= 1 && M <= cuda::kGemvMaxRows && gate_up.rank >= 1 &&
+        gate_up.dim(0) == M && mlp.numel() == M * K && out.numel() == M * N && N < (int64_t(1) << 31) && !overlaps(out, gate_up)) {
+      cuda::GemvArgs g{out.data, bf(gate_up), bf(W.w), int32_t(M), int32_t(N), int32_t(K), false};
+      g.prologue = cuda::GemvPrologue::silu_mul;
+      if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
+    }
+    return Backend::silu_mul_matmul(out, W, gate_up, mlp);
+  }
+
   Result<void> gather_logit_rows(Tensor out, Tensor x, const StepPlanView& plan) override {
     const char* op = "gather_logit_rows";
     if (out.dtype != x.dtype) return mismatch(op, "out " + shape_string(out) + " and x " + shape_string(x) + " differ in dtype");
@@ -519,6 +568,7 @@ class CudaBackend final : public Backend {
   Buffer int8_workspace_;  // bf16 copy of one int8 weight for large-M products (matmul_int8)
   Buffer attention_workspace_;  // decode split partials
   Buffer attention_arrivals_;   // decode split arrival counters (zero between launches)
+  Buffer gemv_arrivals_;        // the add_rmsnorm GEMV's arrival counter (zero between launches)
   std::unique_ptr<cuda::Sampler> sampler_;
   int64_t embed_rows_ = 0;
   std::map<GraphKey, StepGraph> graphs_;

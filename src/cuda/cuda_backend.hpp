@@ -20,6 +20,7 @@ struct CudaBackendOptions {
   // 2..64-row matmuls (decode batches) on the gemv_mma tensor-core kernel (sm_90+) instead of
   // cuBLASLt. Off by default: measured slower than cuBLASLt on the H200 (docs/performance.md).
   bool mma_decode_matmul = false;
+  bool fused_gemv = true;                      // one-row add_rmsnorm_matmul / silu_mul_matmul as GEMV prologues
   // 2..32-row matmuls (decode batches) on the gemv_tc kernel (MMA fragments loaded
   // straight from global memory) instead of cuBLASLt; ignored when mma_decode_matmul is set.
   bool tc_decode_matmul = true;

@@ -1,5 +1,6 @@
 #include "cuda/common.cuh"
 #include "cuda/embedding.cuh"
+#include "cuda/launch.cuh"
 
 namespace photon::cuda {
 
@@ -8,6 +9,8 @@ namespace {
 // One block per token; threads stride over the row in VEC-element chunks.
 template <int VEC>
 __global__ void embedding_kernel(EmbeddingArgs a) {
+  pdl_wait();  // out may still be read by the previous step's kernels
+  pdl_launch_dependents();
   const int t = blockIdx.x;
   const int32_t id = a.ids[t];
   bf16* dst = a.out + int64_t(t) * a.hidden;
@@ -31,9 +34,8 @@ Status launch_embedding(const EmbeddingArgs& a, cudaStream_t stream) {
   if (a.num_tokens == 0) return {};
   const bool vec = a.hidden % 8 == 0 && is_aligned(a.out, 16) && is_aligned(a.table, 16);
   const int threads = vec ? (a.hidden / 8 >= 128 ? 128 : 32) : 128;
-  if (vec) embedding_kernel<8><<<a.num_tokens, threads, 0, stream>>>(a);
-  else embedding_kernel<1><<<a.num_tokens, threads, 0, stream>>>(a);
-  PHOTON_CUDA_CHECK_LAUNCH();
+  PHOTON_CUDA_TRY(launch_kernel(vec ? embedding_kernel<8> : embedding_kernel<1>, dim3(unsigned(a.num_tokens)),
+                                dim3(unsigned(threads)), 0, stream, a));
   return {};
 }
 

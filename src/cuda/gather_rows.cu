@@ -1,5 +1,6 @@
 #include "cuda/common.cuh"
 #include "cuda/gather_rows.cuh"
+#include "cuda/launch.cuh"
 
 namespace photon::cuda {
 
@@ -8,6 +9,8 @@ namespace {
 // One block per output row; Unit is uint4 (16 bytes) or uint16_t.
 template <class Unit>
 __global__ void gather_rows_kernel(GatherRowsArgs a) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int r = blockIdx.x;
   const int32_t src_row = a.rows[r];
   const int64_t n = a.row_bytes / int64_t(sizeof(Unit));
@@ -26,11 +29,9 @@ Status launch_gather_rows(const GatherRowsArgs& a, cudaStream_t stream) {
   if (a.num_rows < 0 || a.row_bytes <= 0 || a.row_bytes % 2 != 0)
     return bad_launch("gather_rows", "needs R >= 0 and an even, positive row size");
   if (a.num_rows == 0) return {};
-  if (a.row_bytes % 16 == 0 && is_aligned(a.out, 16) && is_aligned(a.x, 16))
-    gather_rows_kernel<uint4><<<a.num_rows, 128, 0, stream>>>(a);
-  else
-    gather_rows_kernel<uint16_t><<<a.num_rows, 128, 0, stream>>>(a);
-  PHOTON_CUDA_CHECK_LAUNCH();
+  const bool vec = a.row_bytes % 16 == 0 && is_aligned(a.out, 16) && is_aligned(a.x, 16);
+  PHOTON_CUDA_TRY(launch_kernel(vec ? gather_rows_kernel<uint4> : gather_rows_kernel<uint16_t>,
+                                dim3(unsigned(a.num_rows)), dim3(128), 0, stream, a));
   return {};
 }
 

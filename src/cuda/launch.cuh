@@ -60,7 +60,9 @@ cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  if (err != cudaSuccess) (void)cudaGetLastError();  // returned here: leave no stale error for a later check
+  return err;
 }
 
 // launch_kernel() for a kernel whose blocks form clusters of `cluster_x`
@@ -83,7 +85,9 @@ cudaError_t launch_kernel_in_clusters(void (*kernel)(KArgs...), dim3 grid, dim3 
   attr[1].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = pdl_enabled_on_current_device() ? 2 : 1;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  if (err != cudaSuccess) (void)cudaGetLastError();  // returned here: leave no stale error for a later check
+  return err;
 }
 
 }  // namespace photon::cuda

@@ -2,6 +2,7 @@
 
 #include "cuda/mma.cuh"
 #include "cuda/prefill_attention.cuh"
+#include "cuda/launch.cuh"
 
 namespace photon::cuda {
 
@@ -54,6 +55,8 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
   bf16* Ks = Qs + BM * LD;                        // [2][BN][LD]
   bf16* Vs = Ks + 2 * BN * LD;                    // [2][BN][LD]
   __shared__ int s_info[3];
+  pdl_wait();
+  pdl_launch_dependents();
 
   const int nq = a.num_q_heads, nkv = a.num_kv_heads;
   const int G = nq / nkv;
@@ -242,8 +245,8 @@ template <int HD>
 Status launch_hd(const PrefillAttentionArgs& a, cudaStream_t stream) {
   constexpr int bytes = smem_bytes<HD>();
   PHOTON_CUDA_TRY(cudaFuncSetAttribute(prefill_attention_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  prefill_attention_kernel<HD><<<dim3(unsigned(a.num_tiles), unsigned(a.num_kv_heads)), kThreads, bytes, stream>>>(a);
-  PHOTON_CUDA_CHECK_LAUNCH();
+  PHOTON_CUDA_TRY(launch_kernel(prefill_attention_kernel<HD>, dim3(unsigned(a.num_tiles), unsigned(a.num_kv_heads)),
+                                dim3(kThreads), size_t(bytes), stream, a));
   return {};
 }
 

@@ -1,5 +1,6 @@
 #include "cuda/common.cuh"
 #include "cuda/rmsnorm.cuh"
+#include "cuda/launch.cuh"
 
 namespace photon::cuda {
 
@@ -13,6 +14,8 @@ constexpr int kThreads = 256;
 template <int VEC, bool FUSED, class W>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormArgs a) {
   __shared__ float scratch[32];
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t base = int64_t(blockIdx.x) * a.hidden;
   const bf16* x = a.x + base;
   bf16* res = FUSED ? a.residual + base : nullptr;
@@ -57,9 +60,9 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormArgs a) {
 }
 
 template <int VEC, bool FUSED>
-void launch_typed(const RmsNormArgs& a, cudaStream_t stream) {
-  if (a.weight_f32) rmsnorm_kernel<VEC, FUSED, float><<<a.rows, kThreads, 0, stream>>>(a);
-  else rmsnorm_kernel<VEC, FUSED, bf16><<<a.rows, kThreads, 0, stream>>>(a);
+cudaError_t launch_typed(const RmsNormArgs& a, cudaStream_t stream) {
+  return launch_kernel(a.weight_f32 ? rmsnorm_kernel<VEC, FUSED, float> : rmsnorm_kernel<VEC, FUSED, bf16>,
+                       dim3(unsigned(a.rows)), dim3(kThreads), 0, stream, a);
 }
 
 }  // namespace
@@ -70,14 +73,9 @@ Status launch_rmsnorm(const RmsNormArgs& a, cudaStream_t stream) {
   const bool fused = a.residual != nullptr;
   const bool vec = a.hidden % 8 == 0 && is_aligned(a.out, 16) && is_aligned(a.x, 16) &&
                    is_aligned(a.weight, a.weight_f32 ? 32 : 16) && (!fused || is_aligned(a.residual, 16));
-  if (vec) {
-    if (fused) launch_typed<8, true>(a, stream);
-    else launch_typed<8, false>(a, stream);
-  } else {
-    if (fused) launch_typed<1, true>(a, stream);
-    else launch_typed<1, false>(a, stream);
-  }
-  PHOTON_CUDA_CHECK_LAUNCH();
+  const cudaError_t err = vec ? (fused ? launch_typed<8, true>(a, stream) : launch_typed<8, false>(a, stream))
+                              : (fused ? launch_typed<1, true>(a, stream) : launch_typed<1, false>(a, stream));
+  PHOTON_CUDA_TRY(err);
   return {};
 }
 

@@ -1,5 +1,6 @@
 #include "cuda/common.cuh"
 #include "cuda/rope_qkv.cuh"
+#include "cuda/launch.cuh"
 
 namespace photon::cuda {
 
@@ -13,6 +14,8 @@ constexpr int kMaxPairsPerLane = 4;  // hd <= 2 * 32 * 4 = 256
 // p = l, l + 32, ...
 template <class W>
 __global__ void __launch_bounds__(kWarps * 32) rope_qkv_kernel(RopeQkvArgs a) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int t = blockIdx.x;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int h = blockIdx.y * kWarps + warp;
@@ -79,9 +82,8 @@ Status launch_rope_qkv(const RopeQkvArgs& a, cudaStream_t stream) {
     return bad_launch("rope_qkv", "needs nq > 0, nkv > 0, T >= 0");
   if (a.num_tokens == 0) return {};
   const dim3 grid(unsigned(a.num_tokens), unsigned(ceil_div(a.num_q_heads + 2 * a.num_kv_heads, kWarps)));
-  if (a.norm_f32) rope_qkv_kernel<float><<<grid, kWarps * 32, 0, stream>>>(a);
-  else rope_qkv_kernel<bf16><<<grid, kWarps * 32, 0, stream>>>(a);
-  PHOTON_CUDA_CHECK_LAUNCH();
+  PHOTON_CUDA_TRY(launch_kernel(a.norm_f32 ? rope_qkv_kernel<float> : rope_qkv_kernel<bf16>, grid, dim3(kWarps * 32), 0,
+                                stream, a));
   return {};
 }
 

@@ -1,5 +1,6 @@
 #include "cuda/common.cuh"
 #include "cuda/silu_mul.cuh"
+#include "cuda/launch.cuh"
 
 namespace photon::cuda {
 
@@ -7,11 +8,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + __expf(-g)) * u; }
-
 // Grid-stride over the T * I / VEC chunks of the output.
 template <int VEC>
 __global__ void __launch_bounds__(kThreads) silu_mul_kernel(SiluMulArgs a) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t per_row = a.inter / VEC;
   const int64_t total = int64_t(a.num_tokens) * per_row;
   for (int64_t c = int64_t(blockIdx.x) * kThreads + threadIdx.x; c < total; c += int64_t(gridDim.x) * kThreads) {
@@ -42,9 +43,8 @@ Status launch_silu_mul(const SiluMulArgs& a, cudaStream_t stream) {
   const int vec_width = vec ? 8 : 1;
   const int64_t chunks = int64_t(a.num_tokens) * (a.inter / vec_width);
   const int blocks = int(ceil_div64(chunks, kThreads) < 65536 ? ceil_div64(chunks, kThreads) : 65536);
-  if (vec) silu_mul_kernel<8><<<blocks, kThreads, 0, stream>>>(a);
-  else silu_mul_kernel<1><<<blocks, kThreads, 0, stream>>>(a);
-  PHOTON_CUDA_CHECK_LAUNCH();
+  PHOTON_CUDA_TRY(launch_kernel(vec ? silu_mul_kernel<8> : silu_mul_kernel<1>, dim3(unsigned(blocks)), dim3(kThreads), 0,
+                                stream, a));
   return {};
 }
 

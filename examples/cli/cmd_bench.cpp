@@ -47,8 +47,7 @@ struct BenchArgs {
   bool cuda_graphs = true;
   bool engine = false;        // also run the batched shapes through the engine
   bool mma_decode_matmul = false;
-  bool cuda_fused_gemv = true;
-  bool tc_decode_matmul = true;
+  bool cuda_fused_gemv = false;
   bool int8 = false;          // quantize the linear layers at load (ModelLoadOptions::int8_weights)
   int32_t int8_group = 128;   // with int8: input features per scale
 };
@@ -103,8 +102,7 @@ Setup open_model(const BenchArgs& a) {
 #if defined(PHOTON_HAVE_CUDA)
     s.backend = unwrap(make_cuda_backend(CudaBackendOptions{.cuda_graphs = a.cuda_graphs,
                                                             .mma_decode_matmul = a.mma_decode_matmul,
-                                                            .fused_gemv = a.cuda_fused_gemv,
-                                                            .tc_decode_matmul = a.tc_decode_matmul}));
+                                                            .fused_gemv = a.cuda_fused_gemv}));
     s.device = cuda_device_name(*s.backend);
     s.copy_bandwidth = unwrap(cuda_copy_bandwidth(*s.backend, size_t(2) << 30, 20));
 #else
@@ -172,7 +170,6 @@ void run_bench(const BenchArgs& a) {
   out["cuda_graphs"] = a.cuda_graphs;
   out["mma_decode_matmul"] = a.mma_decode_matmul;
   out["cuda_fused_gemv"] = a.cuda_fused_gemv;
-  out["tc_decode_matmul"] = a.tc_decode_matmul;
   out["copy_bandwidth_GBps"] = s.copy_bandwidth / 1e9;
 
   // Warm-up: one pass of every step shape used below (graph capture, cuBLASLt heuristics).
@@ -320,9 +317,6 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
   app.add_option("--temperature", a->temperature, "Sampling temperature of every step (0 = greedy)")->default_val(1.0);
   app.add_option("--seed", a->seed, "Seed of the random weights, prompts and sampling")->default_val(1);
   app.add_option("--cuda-graphs", a->cuda_graphs, "Replay decode steps from CUDA graphs (true|false)")->default_val(true);
-  app.add_option("--tc-decode-matmul", a->tc_decode_matmul,
-                 "2..32-row matmuls on the gemv_tc kernel instead of cuBLASLt (true|false)")
-      ->default_val(true);
   app.add_flag("--engine", a->engine,
                "Also run the batched shapes through the engine (scheduler, chunked prefill, events)");
   app.add_option("--mma-decode-matmul", a->mma_decode_matmul,
@@ -330,7 +324,7 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
       ->default_val(false);
   app.add_option("--cuda-fused-gemv", a->cuda_fused_gemv,
                  "Fold one-row residual add + RMSNorm and SiLU-mul into the next GEMV (true|false)")
-      ->default_val(true);
+      ->default_val(false);
   app.add_flag("--json", a->json, "Print one JSON object");
   app.add_flag("--int8", a->int8, "Quantize the linear layers to group-wise int8 at load");
   app.add_option("--int8-group", a->int8_group, "With --int8: input features per scale")->default_val(128);

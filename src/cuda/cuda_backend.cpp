@@ -24,7 +24,6 @@
 #include "cuda/gemv.cuh"
 #include "cuda/gemv_int8.cuh"
 #include "cuda/gemv_mma.cuh"
-#include "cuda/gemv_tc.cuh"
 #include "cuda/plan_staging.hpp"
 #include "cuda/prefill_attention.cuh"
 #include "cuda/rmsnorm.cuh"
@@ -246,8 +245,6 @@ class CudaBackend final : public Backend {
     // Decode batches on tensor cores when asked (sm_90 clusters; cuBLASLt is faster so far).
     if (options_.mma_decode_matmul && compute_major_ >= 9 && N < (int64_t(1) << 31) && cuda::gemv_mma_applies(g))
       return cuda::launch_gemv_mma(g, num_sms_, stream_);
-    if (options_.tc_decode_matmul && N < (int64_t(1) << 31) && cuda::gemv_tc_applies(g))
-      return cuda::launch_gemv_tc(g, stream_);
     return gemm_->run(out.data, out.dtype, x.data, W.w.data, M, N, K, stream_);
   }
 

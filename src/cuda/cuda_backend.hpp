@@ -20,10 +20,9 @@ struct CudaBackendOptions {
   // 2..64-row matmuls (decode batches) on the gemv_mma tensor-core kernel (sm_90+) instead of
   // cuBLASLt. Off by default: measured slower than cuBLASLt on the H200 (docs/performance.md).
   bool mma_decode_matmul = false;
-  bool fused_gemv = true;                      // one-row add_rmsnorm_matmul / silu_mul_matmul as GEMV prologues
-  // 2..32-row matmuls (decode batches) on the gemv_tc kernel (MMA fragments loaded
-  // straight from global memory) instead of cuBLASLt; ignored when mma_decode_matmul is set.
-  bool tc_decode_matmul = true;
+  // One-row add_rmsnorm_matmul / silu_mul_matmul as GEMV prologues. Off by default:
+  // measured slower on the H200 (single stream 848 against 914 tok/s, docs/performance.md).
+  bool fused_gemv = false;
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,

@@ -102,11 +102,13 @@ __device__ void update_residual_once(const GemvArgs& a) {
 // Block of kWarps warps serving kWarps / KS output columns; the KS warps of a
 // column split its K range (interleaved 16-byte chunks) and meet in shared
 // memory. KS > 1 when N alone gives too few warps to keep DRAM busy.
-// Before pdl_wait() each lane prefetches its first kUnroll weight chunks into
-// L2 (weights are never written by kernels), so weight streaming overlaps the
-// previous kernel's tail without holding registers (loads into registers
-// there raised the kernel from 36 to 50-76 registers and cut occupancy);
-// x (or the prologue's inputs) is read after it.
+// With a prologue, each lane prefetches its first kUnroll weight chunks into
+// L2 before pdl_wait() (weights are never written by kernels), so weight
+// streaming overlaps the previous kernel's tail without holding registers
+// (loads into registers there raised the kernel from 36 to 50-76 registers and
+// cut occupancy). The plain kernel does not: the prefetch slowed it on the
+// H200 (LM head 121.7 -> 134.7 us). x (or the prologue's inputs) is read after
+// pdl_wait().
 template <int M, int KS, class Out, GemvPrologue P>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   constexpr int kCols = kWarps / KS;
@@ -122,10 +124,12 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   const uint4* w = reinterpret_cast<const uint4*>(a.w + int64_t(active ? n : 0) * a.K);
   const int c0 = slice * 32 + lane;
 
-  if (active)
+  if constexpr (kStaged) {  // the prologue delays the first weight loads: start them in L2
+    if (active)
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (c0 + kStep * u < chunks) prefetch_l2(w + c0 + kStep * u);
+      for (int u = 0; u < kUnroll; ++u)
+        if (c0 + kStep * u < chunks) prefetch_l2(w + c0 + kStep * u);
+  }
   pdl_wait();
   pdl_launch_dependents();
 

@@ -163,13 +163,11 @@ TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs
 }
 
 TEST_CASE("cuda matmul for decode batches (tensor-core weight streaming) matches the CPU", "[cuda]") {
-  // Each decode-batch kernel in turn: gemv_mma (opt-in), gemv_tc (the default for M <= 32), cuBLASLt.
-  const CudaBackendOptions kernels[] = {CudaBackendOptions{.mma_decode_matmul = true},
-                                        CudaBackendOptions{.tc_decode_matmul = true},
-                                        CudaBackendOptions{.tc_decode_matmul = false}};
+  // Each decode-batch kernel in turn: gemv_mma (opt-in), then the default (cuBLASLt).
+  const CudaBackendOptions kernels[] = {CudaBackendOptions{.mma_decode_matmul = true}, CudaBackendOptions{}};
   for (const CudaBackendOptions& options : kernels) {
     auto gpu = cuda_backend(options);
-    CAPTURE(options.mma_decode_matmul, options.tc_decode_matmul);
+    CAPTURE(options.mma_decode_matmul);
     auto cpu = cpu_reference();
     std::mt19937 rng(61);
     struct Shape {
@@ -181,8 +179,6 @@ TEST_CASE("cuda matmul for decode batches (tensor-core weight streaming) matches
     // multiple of the 128-row block (1000, 517, 72); K not a multiple of the 64-k stage
     // (72, 200, 8200); K splits over clusters of 1 (large N or small K), 2, 4 and 8 blocks,
     // some with ranks whose share of the activation rows is empty (M = 2, 3 of 8).
-    // gemv_tc (M <= 32): 1, 2 and 4 n-tiles of 8 rows, K not a multiple of its 32-k chunk
-    // (72, 200, 8200, 8), K splits of 1..8 warps, N not a multiple of its 16-row group.
     for (Shape s : {Shape{2, 3072, 2048}, Shape{3, 1000, 72}, Shape{4, 2048, 8192}, Shape{5, 72, 200},
                     Shape{8, 16384, 2048}, Shape{15, 2048, 2048}, Shape{16, 3072, 2048}, Shape{17, 1000, 200},
                     Shape{31, 2048, 4096}, Shape{33, 72, 72}, Shape{64, 2048, 8192}, Shape{64, 16384, 2048},
@@ -491,7 +487,7 @@ TEST_CASE("make_cuda_backend reports a missing device as an error", "[cuda]") {
 }
 
 TEST_CASE("cuda add_rmsnorm_matmul (fused GEMV prologue at M = 1) matches the CPU composition", "[cuda]") {
-  auto gpu = cuda_backend();
+  auto gpu = cuda_backend(CudaBackendOptions{.fused_gemv = true});  // fusion is opt-in
   auto cpu = cpu_reference();
   std::mt19937 rng(21);
   struct Shape {
@@ -536,7 +532,7 @@ TEST_CASE("cuda add_rmsnorm_matmul (fused GEMV prologue at M = 1) matches the CP
 }
 
 TEST_CASE("cuda add_rmsnorm_matmul equals the GPU's own add_rmsnorm then matmul; out aliasing x composes", "[cuda]") {
-  auto gpu = cuda_backend();
+  auto gpu = cuda_backend(CudaBackendOptions{.fused_gemv = true});  // fusion is opt-in
   std::mt19937 rng(22);
   const int64_t K = 2048, N = 2048;
   const float eps = 1e-6f;
@@ -577,7 +573,7 @@ TEST_CASE("cuda add_rmsnorm_matmul equals the GPU's own add_rmsnorm then matmul;
 }
 
 TEST_CASE("cuda silu_mul_matmul (fused GEMV prologue at M = 1) matches the CPU composition", "[cuda]") {
-  auto gpu = cuda_backend();
+  auto gpu = cuda_backend(CudaBackendOptions{.fused_gemv = true});  // fusion is opt-in
   auto cpu = cpu_reference();
   std::mt19937 rng(23);
   struct Shape {
@@ -604,7 +600,7 @@ TEST_CASE("cuda silu_mul_matmul (fused GEMV prologue at M = 1) matches the CPU c
 }
 
 TEST_CASE("cuda fused ops reject mismatched tensors with an error", "[cuda]") {
-  auto gpu = cuda_backend();
+  auto gpu = cuda_backend(CudaBackendOptions{.fused_gemv = true});  // fusion is opt-in
   std::mt19937 rng(24);
   DeviceTensor gw = upload(*gpu, random_vec(rng, 8 * 16), DType::bf16, {8, 16});
   DeviceTensor res = upload(*gpu, random_vec(rng, 16), DType::bf16, {1, 16});

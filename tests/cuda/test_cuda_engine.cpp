@@ -36,26 +36,11 @@ constexpr float kNearTie = 0.15f;  // nats
 
 EngineOptions cuda_options(const std::string& model, int32_t kv_blocks, int32_t block_size, int32_t max_batch_tokens,
                            int32_t max_seqs, bool prefix_caching = true) {
-  EngineOptions o;
-  o.model_dir = golden_dir(model);
-  o.backend = "cuda";
-  o.kv_blocks = kv_blocks;
-  o.block_size = block_size;
-  o.max_batch_tokens = max_batch_tokens;
-  o.max_seqs = max_seqs;
-  o.prefix_caching = prefix_caching;
-  return o;
+  return golden_engine_options(model, "cuda", kv_blocks, block_size, max_batch_tokens, max_seqs, prefix_caching);
 }
 
-Request greedy(std::vector<int32_t> prompt, int32_t max_tokens) {
-  Request r;
-  r.prompt_tokens = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.ignore_eos = true;
-  r.logprobs = 2;  // the top-2 margin of each step
-  r.sampling.temperature = 0.0f;
-  return r;
-}
+// Greedy with the top-2 logprobs: the margin of each step.
+Request greedy(std::vector<int32_t> prompt, int32_t max_tokens) { return greedy_request(std::move(prompt), max_tokens, 2); }
 
 // Each request alone: one sequence at a time, no prefix cache, whole-prompt prefill.
 std::vector<RequestRun> run_alone(const std::string& model, const std::vector<Request>& reqs) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "photon/engine.hpp"
 #include "support/test_data.hpp"
 
 namespace photon::test {
@@ -26,6 +27,33 @@ inline std::vector<GoldenCase> load_golden_cases(const std::string& model) {
   for (const auto& c : j.at("cases"))
     out.push_back({c.at("prompt_ids").get<std::vector<int32_t>>(), c.at("greedy_ids").get<std::vector<int32_t>>()});
   return out;
+}
+
+// An engine on golden model `model` and `backend` with this KV cache and step budget.
+inline EngineOptions golden_engine_options(const std::string& model, const std::string& backend, int32_t kv_blocks,
+                                           int32_t block_size, int32_t max_batch_tokens, int32_t max_seqs,
+                                           bool prefix_caching = true) {
+  EngineOptions o;
+  o.model_dir = golden_dir(model);
+  o.backend = backend;
+  o.threads = 2;  // the CPU backend's; CUDA ignores it
+  o.kv_blocks = kv_blocks;
+  o.block_size = block_size;
+  o.max_batch_tokens = max_batch_tokens;
+  o.max_seqs = max_seqs;
+  o.prefix_caching = prefix_caching;
+  return o;
+}
+
+// A greedy request of max_tokens tokens that ignores EOS, reporting `logprobs` top tokens per step.
+inline Request greedy_request(std::vector<int32_t> prompt, int32_t max_tokens, int32_t logprobs = 0) {
+  Request r;
+  r.prompt_tokens = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  r.logprobs = logprobs;
+  r.sampling.temperature = 0.0f;
+  return r;
 }
 
 // One batching scenario: `concurrency` requests (the golden cases, repeated)

@@ -100,7 +100,8 @@ struct Event {
   std::string error{};       // finish == error: the failure
   // The text this event completes (UTF-8, possibly empty: a character split
   // over tokens or text that may begin a stop string is held back). The
-  // pieces of a request concatenate to its detokenized output.
+  // pieces of a request concatenate to its detokenized output, which
+  // continues the prompt's text (Request::detokenize).
   std::string text{};
 };
 
@@ -112,7 +113,7 @@ struct Completion {
   std::vector<std::vector<TokenLogprob>> top_logprobs{};  // [tokens.size()] when Request::logprobs > 0
   FinishReason finish = FinishReason::none;
   std::string error{};
-  std::string text{};                // the generated text (when detokenized)
+  std::string text{};                // the generated text (when detokenized), continuing the prompt's
 };
 
 struct EngineOptions {

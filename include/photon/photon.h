@@ -383,7 +383,8 @@ typedef struct photon_event {
   /* The UTF-8 text this event completes, in the text buffer (not
    * NUL-terminated); often empty while a character split over tokens or a
    * possible stop string is held back. A request's pieces concatenate to
-   * the decoded text of its generated tokens. */
+   * the text its generated tokens add to the prompt's (the decoding of
+   * prompt + generated tokens minus the decoding of the prompt). */
   size_t text_offset;
   size_t text_len;
   size_t top_logprobs_offset;         /* the most likely tokens, most likely first, */

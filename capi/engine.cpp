@@ -55,6 +55,7 @@ void write_event(unsigned char* slot, size_t event_size, const Event& e, char* t
   ev.error_len = e.error.size();
   ev.top_logprobs_offset = top_at;
   ev.num_top_logprobs = e.top_logprobs.size();
+  ev.stop_string_index = e.stop_string;
   if (text != nullptr) {
     if (!e.text.empty()) std::memcpy(text + ev.text_offset, e.text.data(), e.text.size());
     if (!e.error.empty()) std::memcpy(text + ev.error_offset, e.error.data(), e.error.size());

@@ -55,7 +55,8 @@ PHOTON_CAPI_LAYOUT(photon_request_params, F(photon_request_params, struct_size),
 PHOTON_CAPI_LAYOUT(photon_event, F(photon_event, request_id), F(photon_event, token_id), F(photon_event, logprob),
                    F(photon_event, finish_reason),
                    F(photon_event, text_offset), F(photon_event, text_len), F(photon_event, top_logprobs_offset),
-                   F(photon_event, num_top_logprobs), F(photon_event, error_offset), F(photon_event, error_len));
+                   F(photon_event, num_top_logprobs), F(photon_event, error_offset), F(photon_event, error_len),
+                   F(photon_event, stop_string_index));
 PHOTON_CAPI_LAYOUT(photon_step_stats, F(photon_step_stats, struct_size), F(photon_step_stats, seqs),
                    F(photon_step_stats, tokens), F(photon_step_stats, sampled), F(photon_step_stats, preempted),
                    F(photon_step_stats, finished));

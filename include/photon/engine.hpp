@@ -103,6 +103,9 @@ struct Event {
   // pieces of a request concatenate to its detokenized output, which
   // continues the prompt's text (Request::detokenize).
   std::string text{};
+  // On the finish event: the index in Request::stop of the stop string that
+  // ended the request (finish stop) or cut its last text; -1 otherwise.
+  int32_t stop_string = -1;
 };
 
 // A finished request as generate() returns it.
@@ -114,6 +117,7 @@ struct Completion {
   FinishReason finish = FinishReason::none;
   std::string error{};
   std::string text{};                // the generated text (when detokenized), continuing the prompt's
+  int32_t stop_string = -1;          // Event::stop_string of the finish event
 };
 
 struct EngineOptions {

@@ -391,6 +391,9 @@ typedef struct photon_event {
   size_t num_top_logprobs;            /*   in the top_logprobs buffer */
   size_t error_offset;                /* FINISH_ERROR: the failure, in the text buffer */
   size_t error_len;
+  /* On the finish event: the index in the request's stop_strings of the
+   * string that ended it (FINISH_STOP) or cut its last text; -1 otherwise. */
+  int32_t stop_string_index;
 } photon_event;
 
 /* Counts of one photon_engine_step. */

@@ -182,7 +182,10 @@ void EngineCore::emit(const LiveSeq& seq, Event&& ev) {
 
 void EngineCore::finish(LiveSeq& seq, Event ev, FinishReason reason, StepStats& stats) {
   scheduler_.finish(&seq);
-  if (seq.text) seq.text->finish(ev.text);  // held-back text (nothing after a stop string)
+  if (seq.text) {
+    seq.text->finish(ev.text);  // held-back text (nothing after a stop string)
+    ev.stop_string = seq.text->stop_index();
+  }
   ev.finish = reason;
   emit(seq, std::move(ev));
   ++stats.finished;
@@ -339,6 +342,7 @@ Result<std::vector<Completion>> EngineCore::generate(std::span<const Request> re
           if (e.finish != FinishReason::none) {
             c.finish = e.finish;
             c.error = std::move(e.error);
+            c.stop_string = e.stop_string;
             finished = true;
           }
         }

@@ -37,6 +37,8 @@ class TextStream {
   bool feed(int32_t token, std::string& out);
   // Appends the held-back text at the end of generation (without a stop string).
   void finish(std::string& out);
+  // The index in Request::stop of the stop string that cut the text; -1 when none did.
+  int32_t stop_index() const noexcept { return stops_.stopped_index(); }
 
  private:
   TextStream(DetokenizerStream detok, StopStringMatcher stops) noexcept

@@ -19,6 +19,7 @@ typedef struct collected {
   int num_events;
   int num_finish_events; /* must end at exactly 1 */
   photon_finish_reason finish;
+  int32_t stop_string_index; /* the finish event's */
   int top_logprobs_seen; /* events that carried top logprobs */
   int bad_order;         /* an event arrived after the finish event */
 } collected;
@@ -74,6 +75,7 @@ static inline int util_poll_wait(photon_engine* e, collected* c, int n, int wait
     if (ev[i].finish_reason != PHOTON_FINISH_NONE) {
       ++r->num_finish_events;
       r->finish = ev[i].finish_reason;
+      r->stop_string_index = ev[i].stop_string_index;
     }
   }
   return (int)got;

@@ -229,9 +229,12 @@ static void test_stop_conditions(void) {
   CHECK_STATUS(photon_engine_submit_tokens(&c[2].id, e, once_ids, 5, &p), PHOTON_OK);
   REQUIRE(util_run(e, c + 1, 2, 100));
 
+  CHECK(c[0].stop_string_index == -1);
   CHECK(c[1].finish == PHOTON_FINISH_STOP);
   CHECK(c[1].num_tokens <= 4 && c[1].tokens[c[1].num_tokens - 1] == stop_id);
+  CHECK(c[1].stop_string_index == -1); /* a stop token, not a string */
   CHECK(c[2].finish == PHOTON_FINISH_STOP);
+  CHECK(c[2].stop_string_index == 0);
   CHECK(c[2].num_finish_events == 1 && !c[2].bad_order);
   CHECK(strstr(c[2].text, "girl") == NULL);
   CHECK(c[2].text_len == (size_t)(strstr(c[0].text, " girl") - c[0].text));

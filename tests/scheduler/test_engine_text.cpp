@@ -127,11 +127,12 @@ TEST_CASE("engine text: a stop string ends generation and never reaches the text
   const StoriesGolden g = load_stories_golden("once_upon_a_time");
   Engine engine = open_stories();
   Request r = text_request(g.prompt, 64);
-  r.stop = {"Lily."};  // in ", there was a little girl named Lily. She ..."
+  r.stop = {"dragon", "Lily.", "girl named Lily"};  // in ", there was a little girl named Lily. She ..."
   auto done = engine.generate(r);
   REQUIRE(done.has_value());
   CHECK(done->finish == FinishReason::stop);
-  CHECK(done->text == ", there was a little girl named ");
+  CHECK(done->text == ", there was a little ");  // the earliest occurrence wins
+  CHECK(done->stop_string == 2);
   REQUIRE(done->tokens.size() < g.generated_ids.size());
   CHECK(std::equal(done->tokens.begin(), done->tokens.end(), g.generated_ids.begin()));
   // A stop string that never appears: the whole generation.
@@ -140,6 +141,7 @@ TEST_CASE("engine text: a stop string ends generation and never reaches the text
   REQUIRE(all.has_value());
   CHECK(all->finish == FinishReason::length);
   CHECK(all->text == g.generated_text);
+  CHECK(all->stop_string == -1);
   r.stop = {""};
   CHECK(engine.submit(r).error().code == Errc::invalid_argument);
 }

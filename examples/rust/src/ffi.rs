@@ -87,6 +87,7 @@ pub struct photon_event {
     pub num_top_logprobs: usize,
     pub error_offset: usize,
     pub error_len: usize,
+    pub stop_string_index: i32,
 }
 
 #[repr(C)]

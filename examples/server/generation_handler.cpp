@@ -131,6 +131,8 @@ void handle_generation(ServerState& state, ApiKind kind, const httplib::Request&
   ctx.return_token_ids = gr.return_token_ids;
   ctx.prompt_tokens = gr.engine.prompt_tokens;
   ctx.tokenizer = state.engine.tokenizer();
+  ctx.stop = gr.engine.stop;
+  ctx.stop_token_ids = gr.engine.stop_token_ids;
   const size_t prompt_len = ctx.prompt_tokens.size();
 
   Result<RequestStream> stream = state.router.submit(std::move(gr.engine));

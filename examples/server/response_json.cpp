@@ -1,5 +1,6 @@
 #include "response_json.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace photon::server {
@@ -32,6 +33,12 @@ void ResponseBuilder::add(const Event& e) {
   if (e.finish != FinishReason::none) {
     finish_ = e.finish;
     error_ = e.error;
+    if (e.stop_string >= 0 && size_t(e.stop_string) < ctx_.stop.size()) {
+      stop_reason_ = ctx_.stop[size_t(e.stop_string)];
+    } else if (e.finish == FinishReason::stop && e.token >= 0 &&
+               std::find(ctx_.stop_token_ids.begin(), ctx_.stop_token_ids.end(), e.token) != ctx_.stop_token_ids.end()) {
+      stop_reason_ = e.token;
+    }
   }
 }
 
@@ -101,6 +108,7 @@ std::optional<json> ResponseBuilder::take_chunk() {
   }
   choice["logprobs"] = ctx_.logprobs ? logprobs_json(sent_tokens_, tokens_.size()) : json(nullptr);
   choice["finish_reason"] = new_finish ? json(finish_reason_text(finish_)) : json(nullptr);
+  choice["stop_reason"] = new_finish ? stop_reason_ : json(nullptr);
   if (ctx_.return_token_ids)
     choice["token_ids"] = std::vector<int32_t>(tokens_.begin() + std::ptrdiff_t(sent_tokens_), tokens_.end());
   sent_text_ = text_.size();
@@ -132,6 +140,7 @@ json ResponseBuilder::body() const {
   else choice["text"] = text_;
   choice["logprobs"] = ctx_.logprobs ? logprobs_json(0, tokens_.size()) : json(nullptr);
   choice["finish_reason"] = finished() ? json(finish_reason_text(finish_)) : json(nullptr);
+  choice["stop_reason"] = stop_reason_;
   if (ctx_.return_token_ids) {
     choice["token_ids"] = tokens_;
     choice["prompt_token_ids"] = ctx_.prompt_tokens;

@@ -26,6 +26,8 @@ struct ResponseContext {
   bool return_token_ids = false;
   std::vector<int32_t> prompt_tokens{};
   const Tokenizer* tokenizer = nullptr;  // token texts in logprobs; may be null ("token_id:N")
+  std::vector<std::string> stop{};         // the request's stop strings and stop token ids,
+  std::vector<int32_t> stop_token_ids{};   //   for stop_reason
 };
 
 // Accumulates one request's events; thread-compatible.
@@ -63,6 +65,7 @@ class ResponseBuilder {
   std::vector<std::vector<TokenLogprob>> top_;   // [tokens_.size()]
   std::vector<size_t> text_offset_;              // [tokens_.size()]: bytes of text_ before the token's event
   FinishReason finish_ = FinishReason::none;
+  nlohmann::json stop_reason_;  // vLLM's: the stop string or stop token id that ended the request, else null
   std::string error_;
   size_t sent_text_ = 0, sent_tokens_ = 0;       // streaming: what take_chunk() already returned
   bool sent_finish_ = false;

@@ -181,6 +181,7 @@ TEST_CASE("server: stop strings end the answer before them", "[api]") {
   const json choice = json::parse(res->body)["choices"][0];
   CHECK(choice["text"] == ", there was a little");
   CHECK(choice["finish_reason"] == "stop");
+  CHECK(choice["stop_reason"] == " girl");  // vLLM's field: which stop string
 
   json streamed = req;
   streamed["stream"] = true;
@@ -188,9 +189,30 @@ TEST_CASE("server: stop strings end the answer before them", "[api]") {
   REQUIRE(sres);
   bool done = false;
   std::string text;
-  for (const json& c : sse_payloads(sres->body, done)) text += c["choices"][0]["text"].get<std::string>();
+  json last_reason;
+  for (const json& c : sse_payloads(sres->body, done)) {
+    text += c["choices"][0]["text"].get<std::string>();
+    if (!c["choices"][0]["finish_reason"].is_null()) last_reason = c["choices"][0]["stop_reason"];
+  }
   CHECK(done);
   CHECK(text == ", there was a little");
+  CHECK(last_reason == " girl");
+
+  // A stop token id is reported as the id; a length finish has no stop reason.
+  const auto ids = g["generated_ids"].get<std::vector<int32_t>>();
+  json by_token = {{"prompt", g["prompt"]}, {"temperature", 0}, {"max_tokens", 64}, {"stop_token_ids", {ids[3]}}};
+  auto tres = ts.post("/v1/completions", by_token);
+  REQUIRE(tres);
+  REQUIRE(tres->status == 200);
+  const json tchoice = json::parse(tres->body)["choices"][0];
+  CHECK(tchoice["finish_reason"] == "stop");
+  CHECK(tchoice["stop_reason"] == ids[3]);
+  json plain = {{"prompt", g["prompt"]}, {"temperature", 0}, {"max_tokens", 4}};
+  auto pres = ts.post("/v1/completions", plain);
+  REQUIRE(pres);
+  const json pchoice = json::parse(pres->body)["choices"][0];
+  CHECK(pchoice["finish_reason"] == "length");
+  CHECK(pchoice["stop_reason"].is_null());
 }
 
 TEST_CASE("server: an API key guards /v1 and /metrics", "[api]") {

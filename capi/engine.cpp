@@ -40,6 +40,54 @@ photon_status submit_with(const char* function, uint64_t* out_request_id, photon
   });
 }
 
+// The blocking form of submit_with: runs the request to its end (Engine::generate)
+// and hands the caller a new photon_completion.
+template <class FillPrompt>
+photon_status generate_with(const char* function, photon_completion** out_completion, photon_engine* engine,
+                            const photon_request_params* params, FillPrompt&& fill_prompt) {
+  if (out_completion != nullptr) *out_completion = nullptr;
+  return guarded(function, [&]() -> Result<void> {
+    PHOTON_CAPI_REQUIRE_NONNULL(out_completion);
+    PHOTON_ASSIGN_OR_RETURN(Engine * e, get(engine));
+    PHOTON_ASSIGN_OR_RETURN(Request request, to_request(params));
+    PHOTON_TRY(fill_prompt(*e, request));
+    PHOTON_ASSIGN_OR_RETURN(Completion done, e->generate(request));
+    *out_completion = new photon_completion{std::move(done)};
+    return {};
+  });
+}
+
+// The prompt forms shared by submit_* and generate_*.
+Result<void> fill_tokens(Request& r, const int32_t* prompt_ids, size_t num_prompt_ids) {
+  if (prompt_ids == nullptr && num_prompt_ids != 0) {
+    return fail(Errc::invalid_argument, "prompt_ids is NULL but num_prompt_ids is " + std::to_string(num_prompt_ids));
+  }
+  if (num_prompt_ids == 0) return fail(Errc::invalid_argument, "num_prompt_ids is 0");
+  r.prompt_tokens.assign(prompt_ids, prompt_ids + num_prompt_ids);
+  return {};
+}
+
+Result<void> fill_text(Engine& e, Request& r, const char* prompt, size_t prompt_len,
+                       const photon_tokenize_params* tokenize_params) {
+  PHOTON_ASSIGN_OR_RETURN(std::string_view text, view(prompt, prompt_len, "prompt"));
+  PHOTON_ASSIGN_OR_RETURN(EncodeOptions encode, to_encode_options(tokenize_params));
+  // Encoded here rather than by the engine (Request::prompt) to honour tokenize_params.
+  if (e.tokenizer() == nullptr) {
+    return fail(Errc::invalid_state, "a text prompt needs a tokenizer, and the engine has none");
+  }
+  PHOTON_TRY(e.tokenizer()->encode_into(text, r.prompt_tokens, encode));
+  if (r.prompt_tokens.empty()) return fail(Errc::invalid_argument, "the prompt encodes to no tokens");
+  return {};
+}
+
+Result<void> fill_chat(Request& r, const photon_chat_message* messages, size_t num_messages,
+                       const photon_chat_params* chat_params) {
+  PHOTON_ASSIGN_OR_RETURN(r.messages, to_chat_messages(messages, num_messages));
+  if (r.messages.empty()) return fail(Errc::invalid_argument, "num_messages is 0");
+  PHOTON_ASSIGN_OR_RETURN(r.chat, to_chat_options(chat_params));
+  return {};
+}
+
 // Writes one event into the caller's events array and buffers, at the
 // offsets given (already checked to fit).
 void write_event(unsigned char* slot, size_t event_size, const Event& e, char* text, size_t text_at,
@@ -127,13 +175,8 @@ PHOTON_API photon_status photon_engine_get_tokenizer(const photon_tokenizer** ou
 PHOTON_API photon_status photon_engine_submit_tokens(uint64_t* out_request_id, photon_engine* engine,
                                                      const int32_t* prompt_ids, size_t num_prompt_ids,
                                                      const photon_request_params* params) {
-  return submit_with(__func__, out_request_id, engine, params, [&](Engine&, Request& r) -> Result<void> {
-    if (prompt_ids == nullptr && num_prompt_ids != 0) {
-      return fail(Errc::invalid_argument, "prompt_ids is NULL but num_prompt_ids is " + std::to_string(num_prompt_ids));
-    }
-    if (num_prompt_ids == 0) return fail(Errc::invalid_argument, "num_prompt_ids is 0");
-    r.prompt_tokens.assign(prompt_ids, prompt_ids + num_prompt_ids);
-    return {};
+  return submit_with(__func__, out_request_id, engine, params, [&](Engine&, Request& r) {
+    return fill_tokens(r, prompt_ids, num_prompt_ids);
   });
 }
 
@@ -141,16 +184,8 @@ PHOTON_API photon_status photon_engine_submit_text(uint64_t* out_request_id, pho
                                                    const char* prompt, size_t prompt_len,
                                                    const photon_tokenize_params* tokenize_params,
                                                    const photon_request_params* params) {
-  return submit_with(__func__, out_request_id, engine, params, [&](Engine& e, Request& r) -> Result<void> {
-    PHOTON_ASSIGN_OR_RETURN(std::string_view text, view(prompt, prompt_len, "prompt"));
-    PHOTON_ASSIGN_OR_RETURN(EncodeOptions encode, to_encode_options(tokenize_params));
-    // Encoded here rather than by the engine (Request::prompt) to honour tokenize_params.
-    if (e.tokenizer() == nullptr) {
-      return fail(Errc::invalid_state, "a text prompt needs a tokenizer, and the engine has none");
-    }
-    PHOTON_TRY(e.tokenizer()->encode_into(text, r.prompt_tokens, encode));
-    if (r.prompt_tokens.empty()) return fail(Errc::invalid_argument, "the prompt encodes to no tokens");
-    return {};
+  return submit_with(__func__, out_request_id, engine, params, [&](Engine& e, Request& r) {
+    return fill_text(e, r, prompt, prompt_len, tokenize_params);
   });
 }
 
@@ -158,11 +193,34 @@ PHOTON_API photon_status photon_engine_submit_chat(uint64_t* out_request_id, pho
                                                    const photon_chat_message* messages, size_t num_messages,
                                                    const photon_chat_params* chat_params,
                                                    const photon_request_params* params) {
-  return submit_with(__func__, out_request_id, engine, params, [&](Engine&, Request& r) -> Result<void> {
-    PHOTON_ASSIGN_OR_RETURN(r.messages, to_chat_messages(messages, num_messages));
-    if (r.messages.empty()) return fail(Errc::invalid_argument, "num_messages is 0");
-    PHOTON_ASSIGN_OR_RETURN(r.chat, to_chat_options(chat_params));
-    return {};
+  return submit_with(__func__, out_request_id, engine, params, [&](Engine&, Request& r) {
+    return fill_chat(r, messages, num_messages, chat_params);
+  });
+}
+
+PHOTON_API photon_status photon_engine_generate_tokens(photon_completion** out_completion, photon_engine* engine,
+                                                       const int32_t* prompt_ids, size_t num_prompt_ids,
+                                                       const photon_request_params* params) {
+  return generate_with(__func__, out_completion, engine, params, [&](Engine&, Request& r) {
+    return fill_tokens(r, prompt_ids, num_prompt_ids);
+  });
+}
+
+PHOTON_API photon_status photon_engine_generate_text(photon_completion** out_completion, photon_engine* engine,
+                                                     const char* prompt, size_t prompt_len,
+                                                     const photon_tokenize_params* tokenize_params,
+                                                     const photon_request_params* params) {
+  return generate_with(__func__, out_completion, engine, params, [&](Engine& e, Request& r) {
+    return fill_text(e, r, prompt, prompt_len, tokenize_params);
+  });
+}
+
+PHOTON_API photon_status photon_engine_generate_chat(photon_completion** out_completion, photon_engine* engine,
+                                                     const photon_chat_message* messages, size_t num_messages,
+                                                     const photon_chat_params* chat_params,
+                                                     const photon_request_params* params) {
+  return generate_with(__func__, out_completion, engine, params, [&](Engine&, Request& r) {
+    return fill_chat(r, messages, num_messages, chat_params);
   });
 }
 

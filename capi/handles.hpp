@@ -18,6 +18,11 @@ struct photon_tokenizer {
   std::optional<photon::Tokenizer> owned;
 };
 
+// A finished request of photon_engine_generate_*; immutable once made.
+struct photon_completion {
+  photon::Completion completion;
+};
+
 // An engine, plus the events photon_engine_poll took from it that did not
 // fit the caller's buffers yet (delivered first by the next poll).
 struct photon_engine {

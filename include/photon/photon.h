@@ -497,6 +497,50 @@ PHOTON_API photon_status photon_engine_submit_chat(uint64_t* out_request_id, pho
                                                    const photon_chat_params* chat_params,
                                                    const photon_request_params* params);
 
+/* ---------------------------------------------------- blocking generation */
+
+/* A finished request of photon_engine_generate_*: its tokens, logprobs, text
+ * and finish. Owned by the caller (photon_completion_destroy); immutable, so
+ * any thread may read it. */
+typedef struct photon_completion photon_completion;
+
+/* The blocking forms of the three submit calls: run one request to its end
+ * and write it to *out_completion (NULL on an error status). The calling
+ * thread steps the engine, which advances every request in flight (theirs
+ * still report through photon_engine_poll), or, while the engine's loop
+ * runs, waits for it. The request's own events do not reach
+ * photon_engine_poll. Errors: those of the matching submit call. A failed
+ * step is not an error status: the completion then has FINISH_ERROR and
+ * photon_completion_error says why. Threading: any thread. */
+PHOTON_API photon_status photon_engine_generate_tokens(photon_completion** out_completion, photon_engine* engine,
+                                                       const int32_t* prompt_ids, size_t num_prompt_ids,
+                                                       const photon_request_params* params);
+PHOTON_API photon_status photon_engine_generate_text(photon_completion** out_completion, photon_engine* engine,
+                                                     const char* prompt, size_t prompt_len,
+                                                     const photon_tokenize_params* tokenize_params,
+                                                     const photon_request_params* params);
+PHOTON_API photon_status photon_engine_generate_chat(photon_completion** out_completion, photon_engine* engine,
+                                                     const photon_chat_message* messages, size_t num_messages,
+                                                     const photon_chat_params* chat_params,
+                                                     const photon_request_params* params);
+
+/* Frees a completion (NULL is fine). */
+PHOTON_API void photon_completion_destroy(photon_completion* completion);
+/* The generated tokens (a stop token included) and their logprobs, each
+ * photon_completion_num_tokens long; valid until destroy. NULL completion:
+ * 0 and NULL. */
+PHOTON_API size_t photon_completion_num_tokens(const photon_completion* completion);
+PHOTON_API const int32_t* photon_completion_tokens(const photon_completion* completion);
+PHOTON_API const float* photon_completion_logprobs(const photon_completion* completion);
+/* The generated text (UTF-8, also NUL-terminated), continuing the prompt's
+ * as event text does; empty without a tokenizer or with detokenize off. */
+PHOTON_API photon_str photon_completion_text(const photon_completion* completion);
+PHOTON_API photon_finish_reason photon_completion_finish_reason(const photon_completion* completion);
+/* As photon_event's stop_string_index; -1 for a NULL completion. */
+PHOTON_API int32_t photon_completion_stop_string_index(const photon_completion* completion);
+/* FINISH_ERROR: the failure (also NUL-terminated); otherwise empty. */
+PHOTON_API photon_str photon_completion_error(const photon_completion* completion);
+
 /* Ends a request at the next step; its last event then has finish_reason
  * CANCELLED (or the reason it had already finished with). Errors:
  * INVALID_ARGUMENT, UNKNOWN_REQUEST (an id this engine never issued). */

@@ -27,9 +27,13 @@ struct EngineDeleter {
 struct TokenizerDeleter {
   void operator()(photon_tokenizer* tokenizer) const noexcept { photon_tokenizer_destroy(tokenizer); }
 };
+struct CompletionDeleter {
+  void operator()(photon_completion* completion) const noexcept { photon_completion_destroy(completion); }
+};
 
 using EnginePtr = std::unique_ptr<photon_engine, EngineDeleter>;
 using TokenizerPtr = std::unique_ptr<photon_tokenizer, TokenizerDeleter>;
+using CompletionPtr = std::unique_ptr<photon_completion, CompletionDeleter>;
 
 // Opens into `out` (reset first; empty on error). Returns the C status.
 inline photon_status open_engine(EnginePtr& out, const char* model_dir, const photon_engine_params* params = nullptr) {

@@ -535,6 +535,78 @@ static void test_submit_chat(void) {
   remove_chat_model(dir);
 }
 
+/* photon_engine_generate_*: the blocking forms give what submit + poll give,
+ * leave other requests' events to poll, work with the loop running, and
+ * reject bad arguments with *out_completion NULL. */
+static void test_blocking_generate(void) {
+  photon_engine* e = util_open_stories(64);
+  photon_request_params p;
+  collected c[2];
+  photon_completion* done = (photon_completion*)&done;
+  photon_str text, err, stop;
+  REQUIRE(e != NULL);
+  memset(c, 0, sizeof c);
+  photon_request_params_init(&p, sizeof p);
+  p.temperature = 0.0f;
+  p.max_tokens = 20;
+  /* Reference through submit + poll. */
+  CHECK_STATUS(photon_engine_submit_tokens(&c[0].id, e, once_ids, 5, &p), PHOTON_OK);
+  REQUIRE(util_run(e, c, 1, 100));
+
+  /* Another request in flight keeps reporting through poll. */
+  CHECK_STATUS(photon_engine_submit_tokens(&c[1].id, e, once_ids, 5, &p), PHOTON_OK);
+  CHECK_STATUS(photon_engine_generate_tokens(&done, e, once_ids, 5, &p), PHOTON_OK);
+  REQUIRE(done != NULL);
+  CHECK(photon_completion_num_tokens(done) == 20);
+  CHECK(memcmp(photon_completion_tokens(done), c[0].tokens, 20 * sizeof(int32_t)) == 0);
+  CHECK(photon_completion_logprobs(done) != NULL && photon_completion_logprobs(done)[0] <= 0.0f);
+  text = photon_completion_text(done);
+  CHECK(text.len == c[0].text_len && memcmp(text.data, c[0].text, text.len) == 0 && text.data[text.len] == '\0');
+  CHECK(photon_completion_finish_reason(done) == PHOTON_FINISH_LENGTH);
+  CHECK(photon_completion_stop_string_index(done) == -1);
+  err = photon_completion_error(done);
+  CHECK(err.len == 0 && err.data != NULL && err.data[0] == '\0');
+  photon_completion_destroy(done);
+  REQUIRE(util_run(e, c + 1, 1, 100));
+  CHECK(c[1].num_tokens == 20 && memcmp(c[1].tokens, c[0].tokens, 20 * sizeof(int32_t)) == 0);
+
+  /* A text prompt with a stop string, the engine's loop stepping. */
+  stop.data = " girl";
+  stop.len = 5;
+  REQUIRE(strstr(c[0].text, " girl") != NULL);
+  p.stop_strings = &stop;
+  p.num_stop_strings = 1;
+  CHECK_STATUS(photon_engine_start_loop(e), PHOTON_OK);
+  CHECK_STATUS(photon_engine_generate_text(&done, e, "Once upon a time", 16, NULL, &p), PHOTON_OK);
+  CHECK_STATUS(photon_engine_stop_loop(e), PHOTON_OK);
+  REQUIRE(done != NULL);
+  CHECK(photon_completion_finish_reason(done) == PHOTON_FINISH_STOP);
+  CHECK(photon_completion_stop_string_index(done) == 0);
+  text = photon_completion_text(done);
+  CHECK(text.len == (size_t)(strstr(c[0].text, " girl") - c[0].text));
+  CHECK(strncmp(text.data, c[0].text, text.len) == 0);
+  photon_completion_destroy(done);
+
+  /* Errors leave *out_completion NULL; a NULL completion reads as empty. */
+  done = (photon_completion*)&done;
+  CHECK_STATUS(photon_engine_generate_tokens(&done, e, once_ids, 0, &p), PHOTON_E_INVALID_ARGUMENT);
+  CHECK(done == NULL);
+  CHECK_MESSAGE_HAS("photon_engine_generate_tokens: num_prompt_ids is 0");
+  CHECK_STATUS(photon_engine_generate_tokens(NULL, e, once_ids, 5, &p), PHOTON_E_INVALID_ARGUMENT);
+  CHECK_MESSAGE_HAS("out_completion is NULL");
+  CHECK_STATUS(photon_engine_generate_text(&done, NULL, "x", 1, NULL, &p), PHOTON_E_INVALID_ARGUMENT);
+  CHECK_MESSAGE_HAS("engine is NULL");
+  CHECK_STATUS(photon_engine_generate_chat(&done, e, NULL, 0, NULL, &p), PHOTON_E_INVALID_ARGUMENT);
+  CHECK(done == NULL);
+  CHECK(photon_completion_num_tokens(NULL) == 0 && photon_completion_tokens(NULL) == NULL);
+  CHECK(photon_completion_logprobs(NULL) == NULL);
+  CHECK(photon_completion_finish_reason(NULL) == PHOTON_FINISH_NONE);
+  CHECK(photon_completion_stop_string_index(NULL) == -1);
+  CHECK(photon_completion_text(NULL).len == 0 && photon_completion_error(NULL).len == 0);
+  photon_completion_destroy(NULL);
+  photon_engine_destroy(e);
+}
+
 int main(void) {
   RUN(test_open_errors);
   RUN(test_info_and_tokenizer);
@@ -542,6 +614,7 @@ int main(void) {
   RUN(test_submit_chat);
   RUN(test_generate_length_logprobs_metrics);
   RUN(test_stop_conditions);
+  RUN(test_blocking_generate);
   RUN(test_cancel);
   RUN(test_poll_buffers);
   RUN(test_older_request_params);

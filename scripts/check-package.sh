@@ -67,6 +67,11 @@ step "examples/c (pkg-config)"
 logged "$WORK/c-build.log" make -C examples/c BUILD="$WORK"
 "$WORK/photon-c-example" "$MODEL" >"$WORK/c.out"
 check_output c "$WORK/c.out"
+if ! grep -qE '^generate: [0-9]+ tokens \(length\), same as request 0: yes$' "$WORK/c.out"; then
+  echo "check-package: c: the blocking photon_engine_generate_text differs from the polled request 0"
+  cat "$WORK/c.out"
+  exit 1
+fi
 done_step
 
 step "examples/cmake-consumer (find_package, shared and static)"

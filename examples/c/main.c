@@ -122,6 +122,24 @@ int main(int argc, char** argv) {
     printf("\nrequest %d finish: %s\n", i, finish_name(out[i].finish));
     printf("request %d text: %.*s\n", i, (int)out[i].text_len, out[i].text);
   }
+
+  /* The blocking form: one call returns the finished request (the first prompt again). */
+  {
+    photon_completion* done = NULL;
+    size_t n;
+    int same;
+    st = photon_engine_generate_text(&done, engine, kPrompts[0], strlen(kPrompts[0]), NULL, &request);
+    if (st != PHOTON_OK) {
+      photon_engine_destroy(engine);
+      return fail("photon_engine_generate_text", st);
+    }
+    n = photon_completion_num_tokens(done);
+    same = n == (size_t)out[0].num_tokens &&
+           memcmp(photon_completion_tokens(done), out[0].tokens, n * sizeof(int32_t)) == 0;
+    printf("generate: %zu tokens (%s), same as request 0: %s\n", n,
+           finish_name(photon_completion_finish_reason(done)), same ? "yes" : "no");
+    photon_completion_destroy(done);
+  }
   photon_engine_destroy(engine);
   return 0;
 }

@@ -7,17 +7,6 @@ namespace photon::server {
 
 using nlohmann::json;
 
-const char* finish_reason_text(FinishReason r) {
-  switch (r) {
-    case FinishReason::none: return "none";
-    case FinishReason::stop: return "stop";
-    case FinishReason::length: return "length";
-    case FinishReason::cancelled: return "cancelled";
-    case FinishReason::error: return "error";
-  }
-  return "error";
-}
-
 std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 ResponseBuilder::ResponseBuilder(ResponseContext ctx) : ctx_(std::move(ctx)) {}
@@ -107,7 +96,7 @@ std::optional<json> ResponseBuilder::take_chunk() {
     choice["text"] = delta;
   }
   choice["logprobs"] = ctx_.logprobs ? logprobs_json(sent_tokens_, tokens_.size()) : json(nullptr);
-  choice["finish_reason"] = new_finish ? json(finish_reason_text(finish_)) : json(nullptr);
+  choice["finish_reason"] = new_finish ? json(finish_reason_name(finish_)) : json(nullptr);
   choice["stop_reason"] = new_finish ? stop_reason_ : json(nullptr);
   if (ctx_.return_token_ids)
     choice["token_ids"] = std::vector<int32_t>(tokens_.begin() + std::ptrdiff_t(sent_tokens_), tokens_.end());
@@ -139,7 +128,7 @@ json ResponseBuilder::body() const {
   if (ctx_.kind == ApiKind::chat) choice["message"] = {{"role", "assistant"}, {"content", text_}};
   else choice["text"] = text_;
   choice["logprobs"] = ctx_.logprobs ? logprobs_json(0, tokens_.size()) : json(nullptr);
-  choice["finish_reason"] = finished() ? json(finish_reason_text(finish_)) : json(nullptr);
+  choice["finish_reason"] = finished() ? json(finish_reason_name(finish_)) : json(nullptr);
   choice["stop_reason"] = stop_reason_;
   if (ctx_.return_token_ids) {
     choice["token_ids"] = tokens_;

@@ -71,8 +71,6 @@ class ResponseBuilder {
   bool sent_finish_ = false;
 };
 
-// "stop", "length", "cancelled", "error".
-const char* finish_reason_text(FinishReason r);
 // JSON text with invalid UTF-8 replaced (U+FFFD), never throwing.
 std::string dump_json(const nlohmann::json& j);
 

@@ -319,11 +319,15 @@ class CudaBackend final : public Backend {
       a.head_dim = int32_t(hd);
       a.block_size = int32_t(cs.bs);
       a.max_blocks_per_seq = plan.max_blocks_per_seq;
-      a.num_splits = cuda::decode_attention_splits(a.num_seqs, a.num_q_heads, a.num_kv_heads, num_sms_);
+      a.cluster_merge = options_.decode_attention_clusters && compute_major_ >= 9;
+      a.num_splits =
+          cuda::decode_attention_splits(a.num_seqs, a.num_q_heads, a.num_kv_heads, num_sms_, a.cluster_merge);
       a.num_sms = num_sms_;
       a.scale = scale;
       const cuda::DecodeWorkspace ws =
-          cuda::decode_attention_workspace(a.num_seqs, a.num_q_heads, a.num_kv_heads, a.head_dim, a.num_splits);
+          a.cluster_merge ? cuda::DecodeWorkspace{}
+                          : cuda::decode_attention_workspace(a.num_seqs, a.num_q_heads, a.num_kv_heads, a.head_dim,
+                                                             a.num_splits);
       if (ws.partial_bytes() > 0) {
         if (attention_workspace_.size() < ws.partial_bytes()) {
           attention_workspace_ = Buffer();

@@ -23,6 +23,9 @@ struct CudaBackendOptions {
   // One-row add_rmsnorm_matmul / silu_mul_matmul as GEMV prologues. Off by default:
   // measured slower on the H200 (single stream 848 against 914 tok/s, docs/performance.md).
   bool fused_gemv = false;
+  // Decode attention on sm_90+: the context splits of a sequence merge inside a thread-block
+  // cluster (distributed shared memory) rather than through a global workspace.
+  bool decode_attention_clusters = true;
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,

@@ -1,3 +1,5 @@
+#include <cooperative_groups.h>
+
 #include <cmath>
 
 #include "cuda/common.cuh"
@@ -8,12 +10,16 @@ namespace photon::cuda {
 
 namespace {
 
+namespace cg = cooperative_groups;
+
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kLoadsInFlight = 8;   // 16-byte K loads (and as many V loads) per thread per round
 constexpr int kMaxGroup = 8;        // query heads served per block
 constexpr int kSplitGranule = 16;   // split boundaries fall on multiples of this many keys
 constexpr int kMaxSplits = 16;
+constexpr int kMaxClusterSplits = 8;  // a portable cluster size
+constexpr int kClusterMinKeys = 32;   // keys per used split when the splits merge inside a cluster
 constexpr int kMergeVec = 4;        // dims of one head merged per thread (one float4 per split)
 constexpr int kMergeBatch = 8;      // splits whose partials a merging thread loads at once
 
@@ -52,7 +58,14 @@ constexpr int kMinBlocksPerSm = VWithK || GB > 4 ? 1 : GB == 4 ? 4 : GB == 2 ? 5
 // two blocks per SM); otherwise V is loaded after the softmax, when K is dead
 // (128 registers at GB 4, four blocks per SM, for grids of several waves).
 // Scores are in log2 units (scale * log2(e) folded into q).
-template <int HD, int GB, bool VWithK>
+// CL (sm_90): the splits of a (sequence, head group) are one thread-block
+// cluster along x (grid: splits, head groups, sequences); used splits keep
+// their partials in shared memory and merge them over distributed shared
+// memory between two cluster barriers (no workspace, fences or counters), and
+// a context is spread over up to all the splits in pieces of >= 32 keys.
+// Otherwise (grid: sequences, head groups, splits) partials go through the
+// global workspace and the last-arriving block merges them.
+template <int HD, int GB, bool VWithK, bool CL>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_attention_kernel(DecodeAttentionArgs a) {
   constexpr int LPK = HD / 8;
   constexpr int KPI = kThreads / LPK;
@@ -65,19 +78,26 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
   const int nq = a.num_q_heads, nkv = a.num_kv_heads;
   const int G = nq / nkv;
   const int gslices = (G + GB - 1) / GB;
-  const int s = blockIdx.x;
+  const int s = CL ? blockIdx.z : blockIdx.x;
   const int kh = blockIdx.y / gslices;
   const int g0 = (blockIdx.y % gslices) * GB;
   const int gcount = min(GB, G - g0);
   const int qh0 = kh * G + g0;
-  const int split = blockIdx.z;
+  const int split = CL ? blockIdx.x : blockIdx.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int sub = tid % LPK, slot = tid / LPK;
 
+  pdl_launch_dependents();  // early: the o projection may start streaming its weights (launch.cuh)
   // context_lens and block_tables are staged before the step: read before pdl_wait().
-  const SplitRange range = split_range(a.context_lens[s], a.num_splits, kChunk, split);
+  const SplitRange range = split_range(a.context_lens[s], a.num_splits, CL ? kClusterMinKeys : kChunk, split);
   if (split >= range.used) {
     pdl_wait();
+    if constexpr (CL) {
+      if (range.used > 1) {  // the cluster merges: take part in its two barriers (used is uniform in a cluster)
+        cg::this_cluster().sync();
+        cg::this_cluster().sync();
+      }
+    }
     return;
   }
   const int start = range.start, end = range.end;
@@ -100,11 +120,36 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
                     ? *reinterpret_cast<const uint4*>(cache + (int64_t(slot_of[it]) * nkv + kh) * HD + sub * 8)
                     : make_uint4(0, 0, 0, 0);
   };
+  // The current token's row (key ctx - 1) is written by rope_qkv in this step; every other row
+  // is final before the step, so with VWithK the first round's other K and V rows are loaded
+  // before pdl_wait() (the V-after-softmax variant keeps its register budget: no hoisting).
+  const int current = a.context_lens[s] - 1;
+  auto load_rows_but_current = [&](const __nv_bfloat16* cache, uint4 (&raw)[ITERS], int c0) {
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it)
+      raw[it] = slot_of[it] >= 0 && c0 + it * KPI + slot != current
+                    ? *reinterpret_cast<const uint4*>(cache + (int64_t(slot_of[it]) * nkv + kh) * HD + sub * 8)
+                    : make_uint4(0, 0, 0, 0);
+  };
+  auto load_current_row = [&](const __nv_bfloat16* cache, uint4 (&raw)[ITERS], int c0) {
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it)
+      if (slot_of[it] >= 0 && c0 + it * KPI + slot == current)
+        raw[it] = *reinterpret_cast<const uint4*>(cache + (int64_t(slot_of[it]) * nkv + kh) * HD + sub * 8);
+  };
   fetch_slots(start);
+  uint4 kraw[ITERS], vraw[ITERS];  // the round's K (and V) rows
+  if constexpr (VWithK) {
+    load_rows_but_current(a.k_cache, kraw, start);
+    load_rows_but_current(a.v_cache, vraw, start);
+  }
 
-  // q and the K/V rows (the current token's among them) come from earlier kernels.
+  // q and the current token's K/V row come from earlier kernels.
   pdl_wait();
-  pdl_launch_dependents();
+  if constexpr (VWithK) {
+    load_current_row(a.k_cache, kraw, start);
+    load_current_row(a.v_cache, vraw, start);
+  }
 
   float q[GB][8];
   const float qscale = a.scale * 1.4426950408889634f;
@@ -131,11 +176,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
   __syncthreads();
 
   for (int c0 = start; c0 < end; c0 += kChunk) {
-    // The round's K loads (and V loads with VWithK) in flight at once; rows past `end` are zero.
-    uint4 kraw[ITERS], vraw[ITERS];
-    load_rows(a.k_cache, kraw);
+    // The round's K loads (and V loads with VWithK) in flight at once (the first round's were
+    // issued above); rows past `end` are zero.
+    if (!VWithK || c0 != start) {
+      load_rows(a.k_cache, kraw);
+      if constexpr (VWithK) load_rows(a.v_cache, vraw);
+    }
     if constexpr (VWithK) {
-      load_rows(a.v_cache, vraw);
       if (c0 + kChunk < end) fetch_slots(c0 + kChunk);
     }
 
@@ -238,6 +285,51 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
     return;
   }
 
+  if constexpr (CL) {
+    // This block's unnormalized sums into s_red[0] (each (g, d) has one owner thread), then the
+    // used blocks merge a share of the (head, dim) pairs each, reading every block's partials.
+    for (int idx = tid; idx < gcount * HD; idx += kThreads) {
+      const int g = idx / HD, d = idx % HD;
+      float total = 0.f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) total += s_red[w][g][d];
+      s_red[0][g][d] = total;
+    }
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();  // partials (s_red[0], s_m, s_l) of every block visible cluster-wide
+    const int share = ceil_div(gcount * HD, used);
+    const int lo = split * share, hi = min(gcount * HD, lo + share);
+    for (int idx = lo + tid; idx < hi; idx += kThreads) {
+      const int g = idx / HD, d = idx % HD;
+      float m_i[kMaxClusterSplits], l_i[kMaxClusterSplits], o_i[kMaxClusterSplits];
+#pragma unroll
+      for (int i = 0; i < kMaxClusterSplits; ++i) {
+        if (i < used) {
+          m_i[i] = *cluster.map_shared_rank(&s_m[g], i);
+          l_i[i] = *cluster.map_shared_rank(&s_l[g], i);
+          o_i[i] = *cluster.map_shared_rank(&s_red[0][g][d], i);
+        } else {
+          m_i[i] = -INFINITY;
+          l_i[i] = 0.f;
+          o_i[i] = 0.f;
+        }
+      }
+      float m = -INFINITY;
+#pragma unroll
+      for (int i = 0; i < kMaxClusterSplits; ++i) m = fmaxf(m, m_i[i]);
+      float num = 0.f, den = 0.f;  // every used split holds >= 1 key: m is finite, den >= 1
+#pragma unroll
+      for (int i = 0; i < kMaxClusterSplits; ++i) {
+        const float w = i < used ? exp2f(m_i[i] - m) : 0.f;
+        num += w * o_i[i];
+        den += w * l_i[i];
+      }
+      a.out[(int64_t(s) * nq + qh0 + g) * HD + d] = to_bf16(den > 0.f ? num / den : 0.f);
+    }
+    cluster.sync();  // no block leaves while others may read its shared memory
+    return;
+  }
+
   // Split: publish this block's partials; the last of the `used` blocks of the group merges them.
   const int splits = a.num_splits;
   for (int idx = tid; idx < gcount * HD; idx += kThreads) {
@@ -313,19 +405,30 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
   if (tid == 0) *counter = 0;  // ready for the next launch
 }
 
+template <int HD, int GB, bool VWithK>
+cudaError_t launch_gb(const DecodeAttentionArgs& a, int groups, cudaStream_t stream) {
+  if (a.cluster_merge && a.num_splits > 1)
+    return launch_kernel_in_clusters(decode_attention_kernel<HD, GB, VWithK, true>,
+                                     dim3(unsigned(a.num_splits), unsigned(groups), unsigned(a.num_seqs)),
+                                     dim3(kThreads), 0, stream, unsigned(a.num_splits), a);
+  return launch_kernel(decode_attention_kernel<HD, GB, VWithK, false>,
+                       dim3(unsigned(a.num_seqs), unsigned(groups), unsigned(a.num_splits)), dim3(kThreads), 0, stream,
+                       a);
+}
+
 template <int HD, bool VWithK>
-cudaError_t launch_hd(const DecodeAttentionArgs& a, int gb, dim3 grid, cudaStream_t stream) {
+cudaError_t launch_hd(const DecodeAttentionArgs& a, int gb, int groups, cudaStream_t stream) {
   switch (gb) {
-    case 1: return launch_kernel(decode_attention_kernel<HD, 1, VWithK>, grid, dim3(kThreads), 0, stream, a);
-    case 2: return launch_kernel(decode_attention_kernel<HD, 2, VWithK>, grid, dim3(kThreads), 0, stream, a);
-    case 4: return launch_kernel(decode_attention_kernel<HD, 4, VWithK>, grid, dim3(kThreads), 0, stream, a);
-    default: return launch_kernel(decode_attention_kernel<HD, 8, VWithK>, grid, dim3(kThreads), 0, stream, a);
+    case 1: return launch_gb<HD, 1, VWithK>(a, groups, stream);
+    case 2: return launch_gb<HD, 2, VWithK>(a, groups, stream);
+    case 4: return launch_gb<HD, 4, VWithK>(a, groups, stream);
+    default: return launch_gb<HD, 8, VWithK>(a, groups, stream);
   }
 }
 
 template <int HD>
-cudaError_t launch_hd(const DecodeAttentionArgs& a, int gb, dim3 grid, bool v_with_k, cudaStream_t stream) {
-  return v_with_k ? launch_hd<HD, true>(a, gb, grid, stream) : launch_hd<HD, false>(a, gb, grid, stream);
+cudaError_t launch_hd(const DecodeAttentionArgs& a, int gb, int groups, bool v_with_k, cudaStream_t stream) {
+  return v_with_k ? launch_hd<HD, true>(a, gb, groups, stream) : launch_hd<HD, false>(a, gb, groups, stream);
 }
 
 int group_block(int G) {
@@ -337,12 +440,17 @@ int group_block(int G) {
 
 }  // namespace
 
-int32_t decode_attention_splits(int32_t num_seqs, int32_t num_q_heads, int32_t num_kv_heads, int32_t num_sms) {
+int32_t decode_attention_splits(int32_t num_seqs, int32_t num_q_heads, int32_t num_kv_heads, int32_t num_sms,
+                                bool cluster_merge) {
   if (num_seqs <= 0 || num_kv_heads <= 0 || num_q_heads < num_kv_heads) return 1;
   const int G = num_q_heads / num_kv_heads;
   const int64_t blocks = int64_t(num_seqs) * num_kv_heads * ceil_div(G, kMaxGroup);
   const int64_t want = 2 * int64_t(num_sms > 0 ? num_sms : 132);
   if (blocks >= want) return 1;
+  if (cluster_merge) {  // as many as keep the grid within one wave (V loaded with K), a cluster at most
+    const int64_t splits = want / blocks;
+    return int32_t(splits < kMaxClusterSplits ? splits : kMaxClusterSplits);
+  }
   const int64_t splits = ceil_div64(want, blocks);
   return int32_t(splits < kMaxSplits ? splits : kMaxSplits);
 }
@@ -364,28 +472,31 @@ Status launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream
     return bad_launch("decode_attention", "nq must be a positive multiple of nkv");
   if (a.block_size <= 0 || a.num_splits < 1 || a.num_splits > kMaxSplits)
     return bad_launch("decode_attention", "bad block_size or num_splits");
-  if (a.num_splits > 1 && (a.partial_out == nullptr || a.partial_ml == nullptr || a.arrivals == nullptr))
+  if (a.cluster_merge && a.num_splits > kMaxClusterSplits)
+    return bad_launch("decode_attention", "cluster_merge takes at most 8 splits");
+  if (!a.cluster_merge && a.num_splits > 1 &&
+      (a.partial_out == nullptr || a.partial_ml == nullptr || a.arrivals == nullptr))
     return bad_launch("decode_attention", "num_splits > 1 needs the partial workspace");
   if (!is_aligned(a.q, 16) || !is_aligned(a.out, 16) || !is_aligned(a.k_cache, 16) || !is_aligned(a.v_cache, 16))
     return bad_launch("decode_attention", "q, out and the KV cache must be 16-byte aligned");
-  if (a.num_splits > 1 && !is_aligned(a.partial_out, 16))
+  if (!a.cluster_merge && a.num_splits > 1 && !is_aligned(a.partial_out, 16))
     return bad_launch("decode_attention", "the partial workspace must be 16-byte aligned");
   if (a.num_seqs == 0) return {};
   const int G = a.num_q_heads / a.num_kv_heads;
   const int gb = group_block(G);
-  const dim3 grid(unsigned(a.num_seqs), unsigned(a.num_kv_heads * ceil_div(G, gb)), unsigned(a.num_splits));
+  const int groups = a.num_kv_heads * ceil_div(G, gb);
   // Loading V with K doubles the registers (two blocks per SM instead of
   // four): worth it only when the whole grid runs in one wave. Decided from
   // the launch shape, like num_splits.
-  const int64_t blocks = int64_t(grid.x) * grid.y * grid.z;
+  const int64_t blocks = int64_t(a.num_seqs) * groups * a.num_splits;
   const bool v_with_k = blocks <= 2 * int64_t(a.num_sms > 0 ? a.num_sms : 132);
   cudaError_t err = cudaSuccess;
   switch (a.head_dim) {
-    case 16: err = launch_hd<16>(a, gb, grid, v_with_k, stream); break;
-    case 32: err = launch_hd<32>(a, gb, grid, v_with_k, stream); break;
-    case 64: err = launch_hd<64>(a, gb, grid, v_with_k, stream); break;
-    case 128: err = launch_hd<128>(a, gb, grid, v_with_k, stream); break;
-    case 256: err = launch_hd<256>(a, gb, grid, v_with_k, stream); break;
+    case 16: err = launch_hd<16>(a, gb, groups, v_with_k, stream); break;
+    case 32: err = launch_hd<32>(a, gb, groups, v_with_k, stream); break;
+    case 64: err = launch_hd<64>(a, gb, groups, v_with_k, stream); break;
+    case 128: err = launch_hd<128>(a, gb, groups, v_with_k, stream); break;
+    case 256: err = launch_hd<256>(a, gb, groups, v_with_k, stream); break;
     default: return bad_launch("decode_attention", "head_dim must be 16, 32, 64, 128 or 256");
   }
   PHOTON_CUDA_TRY(err);

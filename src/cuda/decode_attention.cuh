@@ -14,11 +14,16 @@
 // Merge: with more than one used split, per-split partials (unnormalized sum,
 // max, denominator) go to a workspace and the last of the used blocks of each
 // (sequence, head group) merges them, loading 8 splits' partials at once (an
-// arrival counter per group, reset by that block). Launched with PDL.
+// arrival counter per group, reset by that block). With cluster_merge (sm_90)
+// the splits of a (sequence, head group) form one thread-block cluster of at
+// most 8 blocks instead: partials stay in shared memory and the used blocks
+// merge a share each over distributed shared memory between two cluster
+// barriers, with no workspace; a context is then spread over the splits in
+// pieces of at least 32 keys. Launched with PDL.
 // Bytes: reads S * nkv * ctx * hd * 2 bytes of K plus the same of V (bf16)
 // and S * ctx/block_size * 4 bytes of block table per head group, writes
 // S*nq*hd*2 bytes (+ partials of S*nq*used*(hd+2)*4 bytes written and read
-// back when a context uses more than one split).
+// back when a context uses more than one split, without cluster_merge).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -50,12 +55,15 @@ struct DecodeAttentionArgs {
   int32_t num_splits = 1;                  // context splits per (sequence, KV head); see decode_attention_splits
   int32_t num_sms = 0;                     // SMs of the device (picks the one-wave variant); 0: assume 132
   float scale = 1.f;                       // softmax scale (1/sqrt(hd) usually)
+  bool cluster_merge = false;              // sm_90+: merge splits inside a cluster (num_splits <= 8, no workspace)
 };
 
 // Splits that give the GPU enough blocks for S sequences. Depends only on the
 // batch shape (never on context lengths), so a captured graph stays valid as
 // contexts grow: each block derives its share of the context on the device.
-int32_t decode_attention_splits(int32_t num_seqs, int32_t num_q_heads, int32_t num_kv_heads, int32_t num_sms);
+// With cluster_merge: at most 8, and few enough that the grid fits in one wave.
+int32_t decode_attention_splits(int32_t num_seqs, int32_t num_q_heads, int32_t num_kv_heads, int32_t num_sms,
+                                bool cluster_merge);
 // Workspace that num_splits > 1 needs: partial_out then partial_ml floats in
 // one buffer, and the arrival counters in another (zeroed once: every launch
 // leaves them zero).

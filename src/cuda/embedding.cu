@@ -9,8 +9,8 @@ namespace {
 // One block per token; threads stride over the row in VEC-element chunks.
 template <int VEC>
 __global__ void embedding_kernel(EmbeddingArgs a) {
+  pdl_launch_dependents();  // early: the next kernel may start streaming its weights (launch.cuh)
   pdl_wait();  // out may still be read by the previous step's kernels
-  pdl_launch_dependents();
   const int t = blockIdx.x;
   const int32_t id = a.ids[t];
   bf16* dst = a.out + int64_t(t) * a.hidden;

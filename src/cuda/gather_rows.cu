@@ -9,8 +9,8 @@ namespace {
 // One block per output row; Unit is uint4 (16 bytes) or uint16_t.
 template <class Unit>
 __global__ void gather_rows_kernel(GatherRowsArgs a) {
+  pdl_launch_dependents();  // early: the next kernel may start streaming its weights (launch.cuh)
   pdl_wait();
-  pdl_launch_dependents();
   const int r = blockIdx.x;
   const int32_t src_row = a.rows[r];
   const int64_t n = a.row_bytes / int64_t(sizeof(Unit));

@@ -14,8 +14,8 @@ constexpr int kThreads = 256;
 template <int VEC, bool FUSED, class W>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormArgs a) {
   __shared__ float scratch[32];
+  pdl_launch_dependents();  // early: the next kernel may start streaming its weights (launch.cuh)
   pdl_wait();
-  pdl_launch_dependents();
   const int64_t base = int64_t(blockIdx.x) * a.hidden;
   const bf16* x = a.x + base;
   bf16* res = FUSED ? a.residual + base : nullptr;

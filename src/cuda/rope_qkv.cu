@@ -14,8 +14,8 @@ constexpr int kMaxPairsPerLane = 4;  // hd <= 2 * 32 * 4 = 256
 // p = l, l + 32, ...
 template <class W>
 __global__ void __launch_bounds__(kWarps * 32) rope_qkv_kernel(RopeQkvArgs a) {
+  pdl_launch_dependents();  // early: the next kernel may start streaming its weights (launch.cuh)
   pdl_wait();
-  pdl_launch_dependents();
   const int t = blockIdx.x;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int h = blockIdx.y * kWarps + warp;

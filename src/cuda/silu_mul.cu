@@ -11,8 +11,8 @@ constexpr int kThreads = 256;
 // Grid-stride over the T * I / VEC chunks of the output.
 template <int VEC>
 __global__ void __launch_bounds__(kThreads) silu_mul_kernel(SiluMulArgs a) {
+  pdl_launch_dependents();  // early: the next kernel may start streaming its weights (launch.cuh)
   pdl_wait();
-  pdl_launch_dependents();
   const int64_t per_row = a.inter / VEC;
   const int64_t total = int64_t(a.num_tokens) * per_row;
   for (int64_t c = int64_t(blockIdx.x) * kThreads + threadIdx.x; c < total; c += int64_t(gridDim.x) * kThreads) {

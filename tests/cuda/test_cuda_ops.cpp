@@ -346,7 +346,10 @@ int64_t blocks_for(const std::vector<SeqSpec>& seqs, int64_t bs) {
 }  // namespace
 
 TEST_CASE("cuda paged decode attention matches the CPU (GQA, splits, ragged contexts)", "[cuda][attention]") {
-  auto gpu = cuda_backend();
+  // Splits merged inside a thread-block cluster (the sm_90 default) and through the global workspace.
+  const bool clusters = GENERATE(true, false);
+  CAPTURE(clusters);
+  auto gpu = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters});
   auto cpu = cpu_reference();
   std::mt19937 rng(17);
   for (Geometry g : {Geometry{64, 8, 1}, Geometry{64, 2, 4}, Geometry{128, 8, 4}, Geometry{128, 1, 8},
@@ -367,7 +370,10 @@ TEST_CASE("cuda paged decode attention matches the CPU (GQA, splits, ragged cont
 // uses on the device (short contexts use one, with no merge); these cover the
 // edges of that choice for the Llama-3.2-1B (hd 64) and Qwen3-8B (hd 128) shapes.
 TEST_CASE("cuda paged decode attention: one sequence from 1 to 4097 keys, hd 64/128, GQA 1/4/8", "[cuda][attention]") {
-  auto gpu = cuda_backend();
+  // Splits merged inside a thread-block cluster (the sm_90 default) and through the global workspace.
+  const bool clusters = GENERATE(true, false);
+  CAPTURE(clusters);
+  auto gpu = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters});
   auto cpu = cpu_reference();
   std::mt19937 rng(23);
   for (int64_t hd : {64, 128})
@@ -382,7 +388,10 @@ TEST_CASE("cuda paged decode attention: one sequence from 1 to 4097 keys, hd 64/
 }
 
 TEST_CASE("cuda paged decode attention: ragged batches of 1 to 64 sequences", "[cuda][attention]") {
-  auto gpu = cuda_backend();
+  // Splits merged inside a thread-block cluster (the sm_90 default) and through the global workspace.
+  const bool clusters = GENERATE(true, false);
+  CAPTURE(clusters);
+  auto gpu = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters});
   auto cpu = cpu_reference();
   std::mt19937 rng(29);
   const int32_t edges[] = {1, 15, 16, 17, 190, 1000, 4097};
@@ -401,7 +410,10 @@ TEST_CASE("cuda paged decode attention: ragged batches of 1 to 64 sequences", "[
 }
 
 TEST_CASE("cuda paged decode attention: context 0 gives a zero row beside live sequences", "[cuda][attention]") {
-  auto gpu = cuda_backend();
+  // Splits merged inside a thread-block cluster (the sm_90 default) and through the global workspace.
+  const bool clusters = GENERATE(true, false);
+  CAPTURE(clusters);
+  auto gpu = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters});
   auto cpu = cpu_reference();
   std::mt19937 rng(31);
   for (Geometry g : {Geometry{64, 8, 4}, Geometry{128, 8, 4}}) {
@@ -421,7 +433,10 @@ TEST_CASE("cuda paged decode attention: context 0 gives a zero row beside live s
 // shape only) while contexts grow and shrink between replays: the split
 // counters of one launch must leave the workspace ready for the next.
 TEST_CASE("cuda paged decode attention: same launch shape, contexts changing between launches", "[cuda][attention]") {
-  auto gpu = cuda_backend();
+  // Splits merged inside a thread-block cluster (the sm_90 default) and through the global workspace.
+  const bool clusters = GENERATE(true, false);
+  CAPTURE(clusters);
+  auto gpu = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters});
   auto cpu = cpu_reference();
   std::mt19937 rng(37);
   const Geometry g{64, 8, 4};

@@ -47,7 +47,6 @@ struct BenchArgs {
   bool cuda_graphs = true;
   bool engine = false;        // also run the batched shapes through the engine
   bool mma_decode_matmul = false;
-  bool cuda_fused_gemv = false;
   bool decode_attention_clusters = true;
   bool int8 = false;          // quantize the linear layers at load (ModelLoadOptions::int8_weights)
   int32_t int8_group = 128;   // with int8: input features per scale
@@ -103,7 +102,6 @@ Setup open_model(const BenchArgs& a) {
 #if defined(PHOTON_HAVE_CUDA)
     s.backend = unwrap(make_cuda_backend(CudaBackendOptions{.cuda_graphs = a.cuda_graphs,
                                                             .mma_decode_matmul = a.mma_decode_matmul,
-                                                            .fused_gemv = a.cuda_fused_gemv,
                                                             .decode_attention_clusters = a.decode_attention_clusters}));
     s.device = cuda_device_name(*s.backend);
     s.copy_bandwidth = unwrap(cuda_copy_bandwidth(*s.backend, size_t(2) << 30, 20));
@@ -171,7 +169,6 @@ void run_bench(const BenchArgs& a) {
   out["temperature"] = a.temperature;
   out["cuda_graphs"] = a.cuda_graphs;
   out["mma_decode_matmul"] = a.mma_decode_matmul;
-  out["cuda_fused_gemv"] = a.cuda_fused_gemv;
   out["decode_attention_clusters"] = a.decode_attention_clusters;
   out["copy_bandwidth_GBps"] = s.copy_bandwidth / 1e9;
 
@@ -324,9 +321,6 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
                "Also run the batched shapes through the engine (scheduler, chunked prefill, events)");
   app.add_option("--mma-decode-matmul", a->mma_decode_matmul,
                  "2..64-row matmuls on the tensor-core gemv_mma kernel instead of cuBLASLt (true|false)")
-      ->default_val(false);
-  app.add_option("--cuda-fused-gemv", a->cuda_fused_gemv,
-                 "Fold one-row residual add + RMSNorm and SiLU-mul into the next GEMV (true|false)")
       ->default_val(false);
   app.add_option("--decode-attention-clusters", a->decode_attention_clusters,
                  "sm_90+: merge decode attention's context splits inside a thread-block cluster (true|false)")

@@ -151,25 +151,19 @@ class Backend {
   virtual Result<void> gather_logit_rows(Tensor out, Tensor x, const StepPlanView& plan) = 0;
 
   // ---- fused ops ------------------------------------------------------------
-  // Each equals the composition of the ops above that its default runs; a
-  // backend may override one to fuse it (CUDA: for decode-sized M). Results
-  // then match the composition within the activation dtype's rounding.
-  // Scratch tensors receive the composition's intermediate or are left
-  // untouched (a fused implementation never forms it in memory); out must
-  // not overlap any other argument.
+  // Ops that end or begin a matmul with the residual stream's update or norm,
+  // so a backend can fold them into the matmul (CUDA: into the GEMV of
+  // one-row steps and the cuBLASLt epilogue). Results match the composition
+  // within the activation dtype's rounding. Scratch tensors receive the
+  // composition's intermediate or are left untouched; out/residual must not
+  // overlap any other argument.
 
-  // residual[T,H] += x[T,H]; out[T,N] = (rmsnorm(residual) * w) @ W.w^T.
-  // normed[T,H]: scratch (add_rmsnorm's out in the composition).
-  virtual Result<void> add_rmsnorm_matmul(Tensor out, const Weight& W, Tensor residual, Tensor x, Tensor w, float eps,
-                                          Tensor normed) {
-    if (Result<void> r = add_rmsnorm(residual, x, w, eps, normed); !r) return r;
+  // residual[M,N] += x[M,K] @ W.w^T. scratch[M,N]: the product, where the backend forms it.
+  virtual Result<void> matmul_add(Tensor residual, Tensor x, const Weight& W, Tensor scratch) = 0;
+  // out[M,N] = (rmsnorm(x[M,K]) * w) @ W.w^T. normed[M,K]: scratch (rmsnorm's out in the composition).
+  virtual Result<void> rmsnorm_matmul(Tensor out, const Weight& W, Tensor x, Tensor w, float eps, Tensor normed) {
+    if (Result<void> r = rmsnorm(normed, x, w, eps); !r) return r;
     return matmul(out, normed, W);
-  }
-  // out[T,N] = (silu(gate_up[T, :I]) * gate_up[T, I:]) @ W.w^T.
-  // mlp[T,I]: scratch (silu_mul's out in the composition).
-  virtual Result<void> silu_mul_matmul(Tensor out, const Weight& W, Tensor gate_up, Tensor mlp) {
-    if (Result<void> r = silu_mul(mlp, gate_up); !r) return r;
-    return matmul(out, mlp, W);
   }
 
   // ---- sampling -----------------------------------------------------------

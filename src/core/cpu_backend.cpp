@@ -77,6 +77,13 @@ class CpuBackend final : public Backend {
   Result<void> matmul(Tensor out, Tensor x, const Weight& W) override {
     return cpu::matmul(*pool_, scratch_, out, x, W);
   }
+  // The product into scratch, then added: the same sums as matmul followed by an add.
+  Result<void> matmul_add(Tensor residual, Tensor x, const Weight& W, Tensor scratch) override {
+    if (residual.data != nullptr && residual.data == scratch.data)
+      return fail(Errc::invalid_argument, "matmul_add: residual and scratch must be different tensors");
+    PHOTON_TRY(cpu::matmul(*pool_, scratch_, scratch, x, W));
+    return cpu::add_into(*pool_, residual, scratch);
+  }
   Result<void> rope_qkv(Tensor q_out, Tensor qkv, const StepPlanView& plan, Tensor inv_freq, Tensor q_norm,
                         Tensor k_norm, float eps, KvLayer cache) override {
     return cpu::rope_qkv(*pool_, scratch_, q_out, qkv, plan, inv_freq, q_norm, k_norm, eps, cache);

@@ -117,6 +117,8 @@ Result<void> embed(ThreadPool& pool, Tensor out, const Weight& table, const Step
 Result<void> rmsnorm(ThreadPool& pool, Tensor out, Tensor x, Tensor w, float eps);
 Result<void> add_rmsnorm(ThreadPool& pool, Tensor residual, Tensor x, Tensor w, float eps, Tensor out);
 Result<void> silu_mul(ThreadPool& pool, Tensor out, Tensor gate_up);
+// residual += x elementwise (f32, equal element counts).
+Result<void> add_into(ThreadPool& pool, Tensor residual, Tensor x);
 Result<void> gather_rows(ThreadPool& pool, Tensor out, Tensor x, const StepPlanView& plan);
 Result<void> matmul(ThreadPool& pool, CpuScratch& scratch, Tensor out, Tensor x, const Weight& W);
 Result<void> rope_qkv(ThreadPool& pool, CpuScratch& scratch, Tensor q_out, Tensor qkv, const StepPlanView& plan,

@@ -103,6 +103,21 @@ Result<void> add_rmsnorm(ThreadPool& pool, Tensor residual, Tensor x, Tensor w, 
   return {};
 }
 
+Result<void> add_into(ThreadPool& pool, Tensor residual, Tensor x) {
+  const char* op = "matmul_add";
+  PHOTON_TRY(expect_f32(op, "residual", residual));
+  PHOTON_TRY(expect_f32(op, "product", x));
+  if (residual.numel() != x.numel())
+    return fail(Errc::shape_mismatch, "matmul_add: residual " + shape_string(residual) + " differs in size from the product " +
+                                          shape_string(x));
+  float* r = residual.as<float>();
+  const float* xs = x.as<const float>();
+  pool.parallel_for(0, residual.numel(), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) r[i] += xs[i];
+  });
+  return {};
+}
+
 Result<void> silu_mul(ThreadPool& pool, Tensor out, Tensor gate_up) {
   const char* op = "silu_mul";
   PHOTON_TRY(expect_f32(op, "out", out));

@@ -95,7 +95,6 @@ class CudaBackend final : public Backend {
     int8_workspace_ = Buffer();
     attention_workspace_ = Buffer();
     attention_arrivals_ = Buffer();
-    gemv_arrivals_ = Buffer();
     cudaStreamDestroy(stream_);
   }
 
@@ -103,8 +102,6 @@ class CudaBackend final : public Backend {
     PHOTON_ASSIGN_OR_RETURN(gemm_workspace_, allocate(options_.gemm_workspace_bytes));
     PHOTON_ASSIGN_OR_RETURN(gemm_, cuda::Gemm::create(gemm_workspace_.data(), gemm_workspace_.size()));
     PHOTON_ASSIGN_OR_RETURN(sampler_, cuda::Sampler::create(*this, compute_major_, stream_));
-    PHOTON_ASSIGN_OR_RETURN(gemv_arrivals_, allocate(sizeof(unsigned)));
-    PHOTON_CUDA_TRY(cudaMemsetAsync(gemv_arrivals_.data(), 0, sizeof(unsigned), stream_));
     PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
     return {};
   }
@@ -225,27 +222,42 @@ class CudaBackend final : public Backend {
     return cuda::launch_rmsnorm(a, stream_);
   }
 
-  Result<void> matmul(Tensor out, Tensor x, const Weight& W) override {
-    const char* op = "matmul";
-    if (W.w.dtype == DType::i8) return matmul_int8(out, x, W);
-    PHOTON_TRY(expect(op, "W", W.w, DType::bf16));
-    PHOTON_TRY(expect(op, "x", x, DType::bf16));
-    if (W.w.rank != 2) return mismatch(op, "W must be [N, K], got " + shape_string(W.w));
-    if (out.dtype != DType::bf16 && out.dtype != DType::f32)
-      return mismatch(op, "out must be bf16 or f32, got " + shape_string(out));
-    const int64_t N = W.w.dim(0), K = W.w.dim(1);
-    if (K <= 0 || x.numel() % K != 0) return mismatch(op, "x " + shape_string(x) + " is not rows of K = " + std::to_string(K));
-    const int64_t M = x.numel() / K;
-    if (out.numel() != M * N)
-      return mismatch(op, "out " + shape_string(out) + " must be [M = " + std::to_string(M) + ", N = " + std::to_string(N) + "]");
-    if (M == 0) return {};
-    if (out.data == nullptr) return fail(Errc::invalid_argument, "cuda matmul: out has no data");
-    const cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(N), int32_t(K), out.dtype == DType::f32};
-    if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
-    // Decode batches on tensor cores when asked (sm_90 clusters; cuBLASLt is faster so far).
-    if (options_.mma_decode_matmul && compute_major_ >= 9 && N < (int64_t(1) << 31) && cuda::gemv_mma_applies(g))
-      return cuda::launch_gemv_mma(g, num_sms_, stream_);
-    return gemm_->run(out.data, out.dtype, x.data, W.w.data, M, N, K, stream_);
+  Result<void> matmul(Tensor out, Tensor x, const Weight& W) override { return product("matmul", out, x, W, false); }
+
+  // residual += x @ W^T in the product's epilogue: the GEMV's add mode (one row), cuBLASLt with
+  // beta = 1 (more rows, bf16 or dequantized int8 weights), the int8 GEMV's accumulate. The scratch
+  // is never written.
+  Result<void> matmul_add(Tensor residual, Tensor x, const Weight& W, Tensor scratch) override {
+    const char* op = "matmul_add";
+    PHOTON_TRY(expect(op, "residual", residual, DType::bf16));
+    if (scratch.numel() != residual.numel())
+      return mismatch(op, "scratch " + shape_string(scratch) + " must hold the product like residual " +
+                              shape_string(residual));
+    if (residual.numel() > 0 && (overlaps(residual, x) || overlaps(residual, scratch)))
+      return fail(Errc::invalid_argument, "cuda matmul_add: residual overlaps x or scratch");
+    return product(op, residual, x, W, true);
+  }
+
+  // One row with bf16 weights: the GEMV's rmsnorm mode (the norm folded into the product, the normed
+  // row never stored); otherwise the composition (rmsnorm into normed, then matmul), which also
+  // reports bad arguments.
+  Result<void> rmsnorm_matmul(Tensor out, const Weight& W, Tensor x, Tensor w, float eps, Tensor normed) override {
+    const int64_t K = W.w.rank == 2 ? W.w.dim(1) : 0, N = W.w.rank == 2 ? W.w.dim(0) : 0;
+    const int64_t M = K > 0 && x.numel() % K == 0 ? x.numel() / K : 0;
+    const bool dtypes = W.w.dtype == DType::bf16 && x.dtype == DType::bf16 &&
+                        (out.dtype == DType::bf16 || out.dtype == DType::f32) &&
+                        (w.dtype == DType::bf16 || w.dtype == DType::f32);
+    if (dtypes && M == 1 && M <= cuda::kGemvMaxRows && w.numel() == K && w.data != nullptr && x.data != nullptr &&
+        out.data != nullptr && out.numel() == M * N && N < (int64_t(1) << 31) && normed.numel() == M * K &&
+        !overlaps(out, x) && std::isfinite(eps) && eps >= 0.f) {
+      cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(N), int32_t(K), out.dtype == DType::f32};
+      g.mode = cuda::GemvMode::rmsnorm;
+      g.norm_w = w.data;
+      g.norm_f32 = w.dtype == DType::f32;
+      g.eps = eps;
+      if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
+    }
+    return Backend::rmsnorm_matmul(out, W, x, w, eps, normed);
   }
 
   Result<void> rope_qkv(Tensor q_out, Tensor qkv, const StepPlanView& plan, Tensor inv_freq, Tensor q_norm,
@@ -383,46 +395,6 @@ class CudaBackend final : public Backend {
     return cuda::launch_silu_mul({bf(out), bf(gate_up), int32_t(T), int32_t(out.numel() / T)}, stream_);
   }
 
-  // Fused for M <= kGemvMaxRows (the GEMV's add_rmsnorm prologue); otherwise, or for
-  // arguments the fused kernel does not take, the composition (which also reports bad arguments).
-  Result<void> add_rmsnorm_matmul(Tensor out, const Weight& W, Tensor residual, Tensor x, Tensor w, float eps,
-                                  Tensor normed) override {
-    const int64_t K = W.w.rank == 2 ? W.w.dim(1) : 0;
-    const bool bf16s = W.w.dtype == DType::bf16 && residual.dtype == DType::bf16 && x.dtype == DType::bf16 &&
-                       normed.dtype == DType::bf16 && out.dtype == DType::bf16;
-    const bool norm_ok = (w.dtype == DType::bf16 || w.dtype == DType::f32) && w.numel() == K && w.data != nullptr;
-    const int64_t M = K > 0 && x.numel() % K == 0 ? x.numel() / K : 0, N = W.w.rank == 2 ? W.w.dim(0) : 0;
-    if (options_.fused_gemv && bf16s && norm_ok && M >= 1 && M <= cuda::kGemvMaxRows && residual.numel() == M * K &&
-        normed.numel() == M * K && out.numel() == M * N && N < (int64_t(1) << 31) && !overlaps(out, residual) &&
-        !overlaps(out, x)) {
-      cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(N), int32_t(K), false};
-      g.prologue = cuda::GemvPrologue::add_rmsnorm;
-      g.residual = bf(residual);
-      g.norm_w = w.data;
-      g.norm_f32 = w.dtype == DType::f32;
-      g.eps = eps;
-      g.arrivals = static_cast<unsigned*>(gemv_arrivals_.data());
-      if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
-    }
-    return Backend::add_rmsnorm_matmul(out, W, residual, x, w, eps, normed);
-  }
-
-  // Fused for M <= kGemvMaxRows (the GEMV's silu_mul prologue); otherwise the composition.
-  Result<void> silu_mul_matmul(Tensor out, const Weight& W, Tensor gate_up, Tensor mlp) override {
-    const int64_t K = W.w.rank == 2 ? W.w.dim(1) : 0;
-    const bool bf16s = W.w.dtype == DType::bf16 && gate_up.dtype == DType::bf16 && mlp.dtype == DType::bf16 &&
-                       out.dtype == DType::bf16;
-    const int64_t M = K > 0 && gate_up.numel() % (2 * K) == 0 ? gate_up.numel() / (2 * K) : 0;
-    const int64_t N = W.w.rank == 2 ? W.w.dim(0) : 0;
-    if (options_.fused_gemv && bf16s && M >= 1 && M <= cuda::kGemvMaxRows && gate_up.rank >= 1 &&
-        gate_up.dim(0) == M && mlp.numel() == M * K && out.numel() == M * N && N < (int64_t(1) << 31) && !overlaps(out, gate_up)) {
-      cuda::GemvArgs g{out.data, bf(gate_up), bf(W.w), int32_t(M), int32_t(N), int32_t(K), false};
-      g.prologue = cuda::GemvPrologue::silu_mul;
-      if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
-    }
-    return Backend::silu_mul_matmul(out, W, gate_up, mlp);
-  }
-
   Result<void> gather_logit_rows(Tensor out, Tensor x, const StepPlanView& plan) override {
     const char* op = "gather_logit_rows";
     if (out.dtype != x.dtype) return mismatch(op, "out " + shape_string(out) + " and x " + shape_string(x) + " differ in dtype");
@@ -502,8 +474,7 @@ class CudaBackend final : public Backend {
   // the int8 GEMV for M <= kGemvInt8MaxRows, else the weight dequantized to
   // bf16 into int8_workspace_ (grown to the largest layer seen, N * K * 2
   // bytes, and kept) and the bf16 cuBLASLt product.
-  Status matmul_int8(Tensor out, Tensor x, const Weight& W) {
-    const char* op = "matmul";
+  Status matmul_int8(const char* op, Tensor out, Tensor x, const Weight& W, bool accumulate) {
     PHOTON_TRY(expect(op, "W", W.w, DType::i8));
     PHOTON_TRY(expect(op, "x", x, DType::bf16));
     if (W.w.rank != 2) return mismatch(op, "int8 W must be [N, K], got " + shape_string(W.w));
@@ -522,11 +493,11 @@ class CudaBackend final : public Backend {
     if (out.numel() != M * N)
       return mismatch(op, "out " + shape_string(out) + " must be [M = " + std::to_string(M) + ", N = " + std::to_string(N) + "]");
     if (M == 0) return {};
-    if (out.data == nullptr) return fail(Errc::invalid_argument, "cuda matmul: out has no data");
+    if (out.data == nullptr) return fail(Errc::invalid_argument, std::string("cuda ") + op + ": out has no data");
     if (N >= (int64_t(1) << 31) || K >= (int64_t(1) << 31))
       return mismatch(op, "int8 W " + shape_string(W.w) + " has a dimension beyond 2^31 - 1");
     const cuda::GemvInt8Args g{out.data, bf(x), W.w.as<const int8_t>(), W.scales.as<const float>(), int32_t(M),
-                               int32_t(N), int32_t(K), W.group_size, out.dtype == DType::f32};
+                               int32_t(N), int32_t(K), W.group_size, out.dtype == DType::f32, accumulate};
     if (M <= cuda::kGemvInt8MaxRows) return cuda::launch_gemv_int8(g, stream_);
     const size_t bytes = size_t(N) * size_t(K) * sizeof(bf16_t);
     if (int8_workspace_.size() < bytes) {
@@ -535,7 +506,32 @@ class CudaBackend final : public Backend {
     }
     auto* wide = static_cast<bf16_t*>(int8_workspace_.data());
     PHOTON_TRY(cuda::launch_dequantize_int8({wide, g.w, g.scales, N, int32_t(K), W.group_size}, stream_));
-    return gemm_->run(out.data, out.dtype, x.data, wide, M, N, K, stream_);
+    return gemm_->run(out.data, out.dtype, x.data, wide, M, N, K, stream_, accumulate);
+  }
+
+  // out = x @ W^T, or out += it (accumulate: matmul_add's residual, bf16), for bf16 or int8 W.
+  Status product(const char* op, Tensor out, Tensor x, const Weight& W, bool accumulate) {
+    if (W.w.dtype == DType::i8) return matmul_int8(op, out, x, W, accumulate);
+    PHOTON_TRY(expect(op, "W", W.w, DType::bf16));
+    PHOTON_TRY(expect(op, "x", x, DType::bf16));
+    if (W.w.rank != 2) return mismatch(op, "W must be [N, K], got " + shape_string(W.w));
+    if (out.dtype != DType::bf16 && out.dtype != DType::f32)
+      return mismatch(op, "out must be bf16 or f32, got " + shape_string(out));
+    const int64_t N = W.w.dim(0), K = W.w.dim(1);
+    if (K <= 0 || x.numel() % K != 0) return mismatch(op, "x " + shape_string(x) + " is not rows of K = " + std::to_string(K));
+    const int64_t M = x.numel() / K;
+    if (out.numel() != M * N)
+      return mismatch(op, "out " + shape_string(out) + " must be [M = " + std::to_string(M) + ", N = " + std::to_string(N) + "]");
+    if (M == 0) return {};
+    if (out.data == nullptr) return fail(Errc::invalid_argument, std::string("cuda ") + op + ": out has no data");
+    cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(N), int32_t(K), out.dtype == DType::f32};
+    if (accumulate) g.mode = cuda::GemvMode::add;
+    if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
+    // Decode batches on tensor cores when asked (sm_90 clusters; cuBLASLt is faster so far).
+    if (!accumulate && options_.mma_decode_matmul && compute_major_ >= 9 && N < (int64_t(1) << 31) &&
+        cuda::gemv_mma_applies(g))
+      return cuda::launch_gemv_mma(g, num_sms_, stream_);
+    return gemm_->run(out.data, out.dtype, x.data, W.w.data, M, N, K, stream_, accumulate);
   }
 
   struct GraphKey {
@@ -569,7 +565,6 @@ class CudaBackend final : public Backend {
   Buffer int8_workspace_;  // bf16 copy of one int8 weight for large-M products (matmul_int8)
   Buffer attention_workspace_;  // decode split partials
   Buffer attention_arrivals_;   // decode split arrival counters (zero between launches)
-  Buffer gemv_arrivals_;        // the add_rmsnorm GEMV's arrival counter (zero between launches)
   std::unique_ptr<cuda::Sampler> sampler_;
   int64_t embed_rows_ = 0;
   std::map<GraphKey, StepGraph> graphs_;

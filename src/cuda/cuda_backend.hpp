@@ -20,9 +20,6 @@ struct CudaBackendOptions {
   // 2..64-row matmuls (decode batches) on the gemv_mma tensor-core kernel (sm_90+) instead of
   // cuBLASLt. Off by default: measured slower than cuBLASLt on the H200 (docs/performance.md).
   bool mma_decode_matmul = false;
-  // One-row add_rmsnorm_matmul / silu_mul_matmul as GEMV prologues. Off by default:
-  // measured slower on the H200 (single stream 848 against 914 tok/s, docs/performance.md).
-  bool fused_gemv = false;
   // Decode attention on sm_90+: the context splits of a sequence merge inside a thread-block
   // cluster (distributed shared memory) rather than through a global workspace.
   bool decode_attention_clusters = true;

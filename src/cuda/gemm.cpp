@@ -98,7 +98,7 @@ Result<const Gemm::Plan*> Gemm::plan_for(const Key& key) {
 }
 
 Status Gemm::run(void* out, DType out_dtype, const void* x, const void* w, int64_t M, int64_t N, int64_t K,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, bool accumulate) {
   if (M == 0 || N == 0) return {};
   if (M < 0 || N < 0 || K <= 0) return bad_launch("gemm", "needs M, N >= 0 and K > 0");
   if (out_dtype != DType::f32 && out_dtype != DType::bf16) return bad_launch("gemm", "output must be f32 or bf16");
@@ -106,7 +106,7 @@ Status Gemm::run(void* out, DType out_dtype, const void* x, const void* w, int64
   for (const void* p : {x, w}) align = std::min(align, alignment_of(p));
   const Key key{M, N, K, out_dtype == DType::f32 ? 1 : 0, align};
   PHOTON_ASSIGN_OR_RETURN(const Plan* plan, plan_for(key));
-  const float alpha = 1.f, beta = 0.f;
+  const float alpha = 1.f, beta = accumulate ? 1.f : 0.f;
   PHOTON_CUBLAS_TRY(cublasLtMatmul(handle_, plan->desc, &alpha, w, plan->a, x, plan->b, &beta, out, plan->c, out,
                                    plan->c, &plan->algo, workspace_, workspace_bytes_, stream));
   return {};

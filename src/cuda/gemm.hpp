@@ -28,9 +28,10 @@ class Gemm {
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
 
-  // out [M, N] (out_dtype f32 or bf16) = x [M, K] bf16 @ w [N, K]^T bf16; all device pointers.
+  // out [M, N] (out_dtype f32 or bf16) = x [M, K] bf16 @ w [N, K]^T bf16, or with accumulate
+  // out += the product (cuBLASLt's beta = 1 with C = D = out: one rounding); all device pointers.
   Status run(void* out, DType out_dtype, const void* x, const void* w, int64_t M, int64_t N, int64_t K,
-             cudaStream_t stream);
+             cudaStream_t stream, bool accumulate = false);
 
  private:
   struct Key {

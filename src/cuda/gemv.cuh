@@ -9,17 +9,17 @@
 // Bandwidth model: reads N*K*2 bytes of weights (+ M*K*2 of x), writes M*N
 // outputs: at M = 1 the whole cost is the weight read.
 //
-// Optional prologues (decode: they replace a separate kernel each and the
-// round trip of its output) build the x rows in shared memory first, every
-// block from the inputs in L2:
-//  * add_rmsnorm: residual[M, K] += x[M, K] (stored bf16, written once, by
-//    the last block to arrive, through the zeroed `arrivals` counter), then
-//    the rows rmsnorm(residual) * norm_w, bit-identical to the add_rmsnorm
-//    kernel's output. Per block it reads 4*M*K bytes (+ the norm weight);
-//    DRAM traffic is the weights' plus one 2*M*K residual write.
-//  * silu_mul: x is gate_up [M, 2K]; rows silu(x[:, :K]) * x[:, K:] as the
-//    silu_mul kernel forms them. Per block it reads 4*M*K bytes.
-// A prologue needs a bf16 output and M*K*2 <= 40 KiB of staged rows.
+// Modes (each replaces a separate kernel of a decode step and the round trip
+// of its output; the CPU twins are the CPU backend's matmul_add and
+// rmsnorm_matmul):
+//  * add: out is the residual stream [M, N] (bf16), updated in place:
+//    out = bf16(out + x @ w^T) (one rounding). Also reads M*N*2 bytes of out.
+//  * rmsnorm: x is the residual stream [M, K] and norm_w its RMSNorm weight
+//    [K]: out = (x * rsqrt(mean(x^2) + eps) * norm_w) @ w^T, with the sum of
+//    squares formed in the same pass (each column's warps over their share
+//    of K, from the x they read anyway) and the scale applied to the dot
+//    product at the end; the normed row is never rounded to bf16 or stored.
+//    Also reads K*2 (or 4) bytes of norm_w per block (L1-resident).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -33,25 +33,23 @@ namespace photon::cuda {
 
 constexpr int32_t kGemvMaxRows = 1;
 
-enum class GemvPrologue { none, add_rmsnorm, silu_mul };
+enum class GemvMode { plain, add, rmsnorm };
 
 struct GemvArgs {
-  void* out = nullptr;                 // [M, N], bf16 or f32 (out_f32); never aliases x or residual
-  const __nv_bfloat16* x = nullptr;    // [M, K] ([M, 2K] gate_up for silu_mul)
+  void* out = nullptr;                 // [M, N], bf16 or f32 (out_f32; bf16 for add); never aliases x
+  const __nv_bfloat16* x = nullptr;    // [M, K]
   const __nv_bfloat16* w = nullptr;    // [N, K]
   int32_t M = 0, N = 0, K = 0;
   bool out_f32 = false;
-  GemvPrologue prologue = GemvPrologue::none;
-  // add_rmsnorm only:
-  __nv_bfloat16* residual = nullptr;   // [M, K], updated in place; may alias x
+  GemvMode mode = GemvMode::plain;
+  // rmsnorm only:
   const void* norm_w = nullptr;        // [K], bf16, or f32 when norm_f32
   bool norm_f32 = false;
   float eps = 1e-6f;
-  unsigned* arrivals = nullptr;        // one device counter, zero before the launch (left zero); one launch at a time
 };
 
 // Whether the GEMV kernel serves this product (M <= kGemvMaxRows, K % 8 == 0, 16-byte aligned x and w;
-// a prologue's needs above, its norm weight aligned to 16 bytes (bf16) or 32 (f32)).
+// add: a bf16 out; rmsnorm: a norm weight aligned to 16 bytes (bf16) or 32 (f32)).
 bool gemv_applies(const GemvArgs& a);
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream);
 

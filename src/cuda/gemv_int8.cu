@@ -28,8 +28,12 @@ __device__ __forceinline__ void store_column(const GemvInt8Args& a, int n, const
 #pragma unroll
   for (int m = 0; m < MAXM; ++m) {
     if (m >= a.M) break;
-    if (a.out_f32) static_cast<float*>(a.out)[int64_t(m) * a.N + n] = acc[m];
-    else static_cast<bf16*>(a.out)[int64_t(m) * a.N + n] = to_bf16(acc[m]);
+    if (a.out_f32) {
+      static_cast<float*>(a.out)[int64_t(m) * a.N + n] = acc[m];
+    } else {
+      bf16& o = static_cast<bf16*>(a.out)[int64_t(m) * a.N + n];
+      o = to_bf16(a.accumulate ? to_f32(o) + acc[m] : acc[m]);
+    }
   }
 }
 
@@ -218,7 +222,7 @@ __global__ void __launch_bounds__(kDequantThreads) dequantize_int8_kernel(Dequan
 
 bool gemv_int8_applies(const GemvInt8Args& a) {
   return a.M >= 1 && a.M <= kGemvInt8MaxRows && a.N > 0 && a.K > 0 && a.group > 0 && a.out != nullptr &&
-         a.x != nullptr && a.w != nullptr && a.scales != nullptr;
+         a.x != nullptr && a.w != nullptr && a.scales != nullptr && !(a.accumulate && a.out_f32);
 }
 
 Status launch_gemv_int8(const GemvInt8Args& a, cudaStream_t stream) {

@@ -47,9 +47,11 @@ struct GemvInt8Args {
   int32_t M = 0, N = 0, K = 0;
   int32_t group = 0;                   // > 0; the last group of a row shorter when it does not divide K
   bool out_f32 = false;
+  bool accumulate = false;             // out (bf16) += the product, rounded once (matmul_add)
 };
 
-// Whether launch_gemv_int8 serves this product (1 <= M <= kGemvInt8MaxRows, N, K, group > 0, non-null pointers).
+// Whether launch_gemv_int8 serves this product (1 <= M <= kGemvInt8MaxRows, N, K, group > 0, non-null pointers,
+// a bf16 out to accumulate into).
 bool gemv_int8_applies(const GemvInt8Args& a);
 Status launch_gemv_int8(const GemvInt8Args& a, cudaStream_t stream);
 

@@ -112,21 +112,21 @@ class DecoderModel final : public Model {
     // HF: scaling = head_dim ** -0.5
     const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
 
-    // x: the residual stream; tmp: each block's output, added into x (with
-    // the next norm) by the fused op that feeds the next matmul.
+    // x: the residual stream. Each block's output projection adds into x
+    // (matmul_add) and each norm feeds its matmul (rmsnorm_matmul), so a
+    // backend can fold both into the matmuls; h and tmp are their scratch.
     PHOTON_TRY(backend_.embed(x, w_.embed, plan));
-    PHOTON_TRY(backend_.rmsnorm(h, x, w_.layers[0].input_norm, eps));
-    PHOTON_TRY(backend_.matmul(qkv, h, w_.layers[0].qkv));
     for (size_t l = 0; l < w_.layers.size(); ++l) {
       const DecoderLayerWeights& L = w_.layers[l];
-      if (l > 0) PHOTON_TRY(backend_.add_rmsnorm_matmul(qkv, L.qkv, x, tmp, L.input_norm, eps, h));
+      PHOTON_TRY(backend_.rmsnorm_matmul(qkv, L.qkv, x, L.input_norm, eps, h));
       PHOTON_TRY(backend_.rope_qkv(q, qkv, plan, w_.inv_freq, L.q_norm, L.k_norm, eps, kv_layers_[l]));
       PHOTON_TRY(backend_.attention(attn, q, kv_layers_[l], plan, scale));
-      PHOTON_TRY(backend_.matmul(tmp, attn.view({T, c.q_dim()}), L.o));
-      PHOTON_TRY(backend_.add_rmsnorm_matmul(gate_up, L.gate_up, x, tmp, L.post_attention_norm, eps, h));
-      PHOTON_TRY(backend_.silu_mul_matmul(tmp, L.down, gate_up, mlp));
+      PHOTON_TRY(backend_.matmul_add(x, attn.view({T, c.q_dim()}), L.o, tmp));
+      PHOTON_TRY(backend_.rmsnorm_matmul(gate_up, L.gate_up, x, L.post_attention_norm, eps, h));
+      PHOTON_TRY(backend_.silu_mul(mlp, gate_up));
+      PHOTON_TRY(backend_.matmul_add(x, mlp, L.down, tmp));
     }
-    PHOTON_TRY(backend_.add_rmsnorm(x, tmp, w_.final_norm, eps, h));
+    PHOTON_TRY(backend_.rmsnorm(h, x, w_.final_norm, eps));
     const Tensor logits = ws_.logits.tensor(DType::f32, {R, c.vocab_size});
     if (R == 0) return logits;
     const Tensor rows_h = ws_.rows_h.tensor(act, {R, H});

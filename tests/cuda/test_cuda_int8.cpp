@@ -128,6 +128,32 @@ TEST_CASE("cuda int8 matmul matches the CPU int8 matmul (GEMV and dequantize + c
   }
 }
 
+TEST_CASE("cuda int8 matmul_add matches the CPU (GEMV accumulate, dequantize + cuBLASLt with beta = 1)", "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(43);
+  for (const Case& c : {Case{2048, 2048, 128}, Case{2048, 8192, 64}, Case{517, 8200, 128}, Case{33, 160, 5}}) {
+    const HostInt8 h = random_int8(rng, c.N, c.K, c.group);
+    const DeviceInt8 gw = upload_int8(*gpu, h);
+    const DeviceInt8 cw = upload_int8(*cpu, h);
+    for (int64_t M : {1, 5, 16}) {  // the GEMV (M <= 8) and the dequantized cuBLASLt product
+      CAPTURE(M, c.N, c.K, c.group);
+      const auto res = bf16_rounded(random_vec(rng, size_t(M * c.N), -2.f, 2.f));
+      const auto x = bf16_rounded(random_vec(rng, size_t(M * c.K)));
+      DeviceTensor gres = upload(*gpu, res, DType::bf16, {M, c.N});
+      DeviceTensor gx = upload(*gpu, x, DType::bf16, {M, c.K});
+      DeviceTensor gscratch = poisoned(*gpu, DType::bf16, {M, c.N});
+      DeviceTensor cres = upload(*cpu, res, DType::f32, {M, c.N});
+      DeviceTensor cx = upload(*cpu, x, DType::f32, {M, c.K});
+      DeviceTensor cscratch = poisoned(*cpu, DType::f32, {M, c.N});
+      REQUIRE(gpu->matmul_add(gres.t, gx.t, gw.weight(), gscratch.t).has_value());
+      REQUIRE(cpu->matmul_add(cres.t, cx.t, cw.weight(), cscratch.t).has_value());
+      const bool gemv = M <= cuda::kGemvInt8MaxRows;
+      CHECK(rel_error(download(*gpu, gres.t), download(*cpu, cres.t)) < (gemv ? kBf16OutputTol : kDequantBf16Tol));
+    }
+  }
+}
+
 TEST_CASE("cuda int8 matmul rejects inconsistent int8 weights", "[cuda]") {
   auto gpu = cuda_backend();
   std::mt19937 rng(42);

@@ -501,138 +501,104 @@ TEST_CASE("make_cuda_backend reports a missing device as an error", "[cuda]") {
   CHECK(b.error().message.find("1000") != std::string::npos);
 }
 
-TEST_CASE("cuda add_rmsnorm_matmul (fused GEMV prologue at M = 1) matches the CPU composition", "[cuda]") {
-  auto gpu = cuda_backend(CudaBackendOptions{.fused_gemv = true});  // fusion is opt-in
+TEST_CASE("cuda matmul_add matches the CPU (GEMV add mode at M = 1, cuBLASLt with beta = 1 above)", "[cuda]") {
+  auto gpu = cuda_backend();
   auto cpu = cpu_reference();
   std::mt19937 rng(21);
   struct Shape {
     int64_t M, N, K;
   };
-  // M = 1 with K % 8 == 0 fuses (every K-split variant: N >= 8192, 4096, 2048, below); the rest compose.
-  for (DType wdt : {DType::bf16, DType::f32}) {
-    for (Shape s : {Shape{1, 3072, 2048}, Shape{1, 8192, 2048}, Shape{1, 4096, 4096}, Shape{1, 1000, 4096},
-                    Shape{1, 517, 72}, Shape{1, 50, 100}, Shape{3, 1000, 72}, Shape{5, 300, 2048}}) {
-      const float eps = 1e-5f;
-      const auto res = bf16_rounded(random_vec(rng, size_t(s.M * s.K), -2.f, 2.f));
-      const auto x = bf16_rounded(random_vec(rng, size_t(s.M * s.K), -2.f, 2.f));
-      const auto g = bf16_rounded(random_vec(rng, size_t(s.K), 0.5f, 1.5f));
-      const auto w = bf16_rounded(random_vec(rng, size_t(s.N * s.K)));
-      CAPTURE(s.M, s.N, s.K, dtype_name(wdt));
-      DeviceTensor gres = upload(*gpu, res, DType::bf16, {s.M, s.K});
-      DeviceTensor gx = upload(*gpu, x, DType::bf16, {s.M, s.K});
-      DeviceTensor gg = upload(*gpu, g, wdt, {s.K});
-      DeviceTensor gw = upload(*gpu, w, DType::bf16, {s.N, s.K});
-      DeviceTensor gnormed = poisoned(*gpu, DType::bf16, {s.M, s.K});
-      DeviceTensor gout = poisoned(*gpu, DType::bf16, {s.M, s.N});
-      DeviceTensor cres = upload(*cpu, res, DType::f32, {s.M, s.K});
-      DeviceTensor cx = upload(*cpu, x, DType::f32, {s.M, s.K});
-      DeviceTensor cg = upload(*cpu, g, DType::f32, {s.K});
-      DeviceTensor cw = upload(*cpu, w, DType::bf16, {s.N, s.K});
-      DeviceTensor cnormed = poisoned(*cpu, DType::f32, {s.M, s.K});
-      DeviceTensor cout = poisoned(*cpu, DType::f32, {s.M, s.N});
-      // Twice in a row: the second call reads the residual the first one wrote (and reuses the arrival counter).
-      for (int round = 0; round < 2; ++round) {
-        CAPTURE(round);
-        const auto before = download(*gpu, gres.t);
-        REQUIRE(gpu->add_rmsnorm_matmul(gout.t, weight_of(gw), gres.t, gx.t, gg.t, eps, gnormed.t).has_value());
-        REQUIRE(cpu->add_rmsnorm_matmul(cout.t, weight_of(cw), cres.t, cx.t, cg.t, eps, cnormed.t).has_value());
-        const auto after = download(*gpu, gres.t);
-        for (size_t i = 0; i < after.size(); ++i)  // every element written once, rounded to bf16
-          REQUIRE(after[i] == bf16_rounded({before[i] + x[i]})[0]);
-        CHECK(rel_error(after, download(*cpu, cres.t)) < kBf16OutputTol);
+  // M = 1 with K % 8 == 0: every K-split variant of the GEMV (N >= 8192, 4096, 2048, below); K = 36 and
+  // M > 1: cuBLASLt accumulating into the residual.
+  for (Shape s : {Shape{1, 2048, 2048}, Shape{1, 2048, 8192}, Shape{1, 8192, 2048}, Shape{1, 4096, 4096},
+                  Shape{1, 1000, 4096}, Shape{1, 517, 72}, Shape{1, 50, 36}, Shape{3, 1000, 72},
+                  Shape{16, 2048, 2048}, Shape{100, 300, 256}}) {
+    const auto res = bf16_rounded(random_vec(rng, size_t(s.M * s.N), -2.f, 2.f));
+    const auto x = bf16_rounded(random_vec(rng, size_t(s.M * s.K), -1.f, 1.f));
+    const auto w = bf16_rounded(random_vec(rng, size_t(s.N * s.K)));
+    CAPTURE(s.M, s.N, s.K);
+    DeviceTensor gres = upload(*gpu, res, DType::bf16, {s.M, s.N});
+    DeviceTensor gx = upload(*gpu, x, DType::bf16, {s.M, s.K});
+    DeviceTensor gw = upload(*gpu, w, DType::bf16, {s.N, s.K});
+    DeviceTensor gscratch = poisoned(*gpu, DType::bf16, {s.M, s.N});
+    DeviceTensor cres = upload(*cpu, res, DType::f32, {s.M, s.N});
+    DeviceTensor cx = upload(*cpu, x, DType::f32, {s.M, s.K});
+    DeviceTensor cw = upload(*cpu, w, DType::bf16, {s.N, s.K});
+    DeviceTensor cscratch = poisoned(*cpu, DType::f32, {s.M, s.N});
+    // Twice: the second call adds onto what the first wrote.
+    for (int round = 0; round < 2; ++round) {
+      CAPTURE(round);
+      REQUIRE(gpu->matmul_add(gres.t, gx.t, weight_of(gw), gscratch.t).has_value());
+      REQUIRE(cpu->matmul_add(cres.t, cx.t, weight_of(cw), cscratch.t).has_value());
+      CHECK(rel_error(download(*gpu, gres.t), download(*cpu, cres.t)) < kBf16OutputTol);
+    }
+    for (float v : download(*gpu, gscratch.t)) REQUIRE(std::isnan(v));  // the scratch is never written
+  }
+}
+
+TEST_CASE("cuda rmsnorm_matmul (folded into the GEMV at M = 1) matches the CPU composition", "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(22);
+  struct Shape {
+    int64_t M, N, K;
+  };
+  // M = 1 with K % 8 == 0 folds the norm into the GEMV (every K-split variant); the rest compose.
+  for (DType gdt : {DType::bf16, DType::f32}) {
+    for (DType odt : {DType::bf16, DType::f32}) {
+      for (Shape s : {Shape{1, 3072, 2048}, Shape{1, 8192, 2048}, Shape{1, 4096, 4096}, Shape{1, 1000, 4096},
+                      Shape{1, 517, 72}, Shape{1, 50, 100}, Shape{1, 40, 36}, Shape{3, 1000, 72},
+                      Shape{16, 300, 2048}}) {
+        const float eps = 1e-5f;
+        // A row with a large mean square and a small one: the norm's scale matters.
+        const float mag = s.N % 2 == 0 ? 30.f : 0.05f;
+        const auto x = bf16_rounded(random_vec(rng, size_t(s.M * s.K), -mag, mag));
+        const auto g = bf16_rounded(random_vec(rng, size_t(s.K), 0.5f, 1.5f));
+        const auto w = bf16_rounded(random_vec(rng, size_t(s.N * s.K)));
+        CAPTURE(s.M, s.N, s.K, dtype_name(gdt), dtype_name(odt));
+        DeviceTensor gx = upload(*gpu, x, DType::bf16, {s.M, s.K});
+        DeviceTensor gg = upload(*gpu, g, gdt, {s.K});
+        DeviceTensor gw = upload(*gpu, w, DType::bf16, {s.N, s.K});
+        DeviceTensor gnormed = poisoned(*gpu, DType::bf16, {s.M, s.K});
+        DeviceTensor gout = poisoned(*gpu, odt, {s.M, s.N});
+        DeviceTensor cx = upload(*cpu, x, DType::f32, {s.M, s.K});
+        DeviceTensor cg = upload(*cpu, g, DType::f32, {s.K});
+        DeviceTensor cw = upload(*cpu, w, DType::bf16, {s.N, s.K});
+        DeviceTensor cnormed = poisoned(*cpu, DType::f32, {s.M, s.K});
+        DeviceTensor cout = poisoned(*cpu, DType::f32, {s.M, s.N});
+        REQUIRE(gpu->rmsnorm_matmul(gout.t, weight_of(gw), gx.t, gg.t, eps, gnormed.t).has_value());
+        REQUIRE(cpu->rmsnorm_matmul(cout.t, weight_of(cw), cx.t, cg.t, eps, cnormed.t).has_value());
         CHECK(rel_error(download(*gpu, gout.t), download(*cpu, cout.t)) < kBf16OutputTol);
+        CHECK(download(*gpu, gx.t) == x);  // x is only read
       }
     }
   }
 }
 
-TEST_CASE("cuda add_rmsnorm_matmul equals the GPU's own add_rmsnorm then matmul; out aliasing x composes", "[cuda]") {
-  auto gpu = cuda_backend(CudaBackendOptions{.fused_gemv = true});  // fusion is opt-in
-  std::mt19937 rng(22);
-  const int64_t K = 2048, N = 2048;
-  const float eps = 1e-6f;
-  const auto res = bf16_rounded(random_vec(rng, size_t(K), -2.f, 2.f));
-  const auto x = bf16_rounded(random_vec(rng, size_t(K), -2.f, 2.f));
-  const auto g = bf16_rounded(random_vec(rng, size_t(K), 0.5f, 1.5f));
-  DeviceTensor gw = upload(*gpu, bf16_rounded(random_vec(rng, size_t(N * K))), DType::bf16, {N, K});
-  DeviceTensor gg = upload(*gpu, g, DType::bf16, {K});
-
-  DeviceTensor res_a = upload(*gpu, res, DType::bf16, {1, K}), x_a = upload(*gpu, x, DType::bf16, {1, K});
-  DeviceTensor normed_a = poisoned(*gpu, DType::bf16, {1, K}), out_a = poisoned(*gpu, DType::bf16, {1, N});
-  REQUIRE(gpu->add_rmsnorm(res_a.t, x_a.t, gg.t, eps, normed_a.t).has_value());
-  REQUIRE(gpu->matmul(out_a.t, normed_a.t, weight_of(gw)).has_value());
-  const auto ref = download(*gpu, out_a.t);
-
-  DeviceTensor res_b = upload(*gpu, res, DType::bf16, {1, K}), x_b = upload(*gpu, x, DType::bf16, {1, K});
-  DeviceTensor normed_b = poisoned(*gpu, DType::bf16, {1, K}), out_b = poisoned(*gpu, DType::bf16, {1, N});
-  REQUIRE(gpu->add_rmsnorm_matmul(out_b.t, weight_of(gw), res_b.t, x_b.t, gg.t, eps, normed_b.t).has_value());
-  CHECK(rel_error(download(*gpu, out_b.t), ref) < kBf16OutputTol);
-  CHECK(download(*gpu, res_b.t) == download(*gpu, res_a.t));
-
-  // With fusion turned off the op runs the same two kernels: identical bits.
-  auto unfused = cuda_backend(CudaBackendOptions{.fused_gemv = false});
-  DeviceTensor uw = upload(*unfused, download(*gpu, gw.t), DType::bf16, {N, K});
-  DeviceTensor ug = upload(*unfused, g, DType::bf16, {K});
-  DeviceTensor res_u = upload(*unfused, res, DType::bf16, {1, K}), x_u = upload(*unfused, x, DType::bf16, {1, K});
-  DeviceTensor normed_u = poisoned(*unfused, DType::bf16, {1, K}), out_u = poisoned(*unfused, DType::bf16, {1, N});
-  REQUIRE(unfused->add_rmsnorm_matmul(out_u.t, weight_of(uw), res_u.t, x_u.t, ug.t, eps, normed_u.t).has_value());
-  CHECK(download(*unfused, out_u.t) == ref);
-  CHECK(download(*unfused, normed_u.t) == download(*gpu, normed_a.t));
-
-  // out over x: the fused kernel cannot (every block reads x), the composition can.
-  DeviceTensor res_c = upload(*gpu, res, DType::bf16, {1, K}), x_c = upload(*gpu, x, DType::bf16, {1, K});
-  DeviceTensor normed_c = poisoned(*gpu, DType::bf16, {1, K});
-  REQUIRE(gpu->add_rmsnorm_matmul(x_c.t, weight_of(gw), res_c.t, x_c.t, gg.t, eps, normed_c.t).has_value());
-  CHECK(rel_error(download(*gpu, x_c.t), ref) < kBf16OutputTol);
-  CHECK(download(*gpu, res_c.t) == download(*gpu, res_a.t));
-}
-
-TEST_CASE("cuda silu_mul_matmul (fused GEMV prologue at M = 1) matches the CPU composition", "[cuda]") {
-  auto gpu = cuda_backend(CudaBackendOptions{.fused_gemv = true});  // fusion is opt-in
-  auto cpu = cpu_reference();
-  std::mt19937 rng(23);
-  struct Shape {
-    int64_t M, N, I;
-  };
-  // M = 1 fuses while I % 8 == 0 and I * 2 bytes <= 40 KiB (20480 does, 20488 composes); M > 1 composes.
-  for (Shape s : {Shape{1, 2048, 8192}, Shape{1, 4096, 14336}, Shape{1, 8200, 72}, Shape{1, 100, 20480},
-                  Shape{1, 64, 20488}, Shape{1, 50, 100}, Shape{4, 300, 192}}) {
-    const auto gu = bf16_rounded(random_vec(rng, size_t(s.M * 2 * s.I), -4.f, 4.f));
-    const auto w = bf16_rounded(random_vec(rng, size_t(s.N * s.I)));
-    CAPTURE(s.M, s.N, s.I);
-    DeviceTensor ggu = upload(*gpu, gu, DType::bf16, {s.M, 2 * s.I});
-    DeviceTensor gw = upload(*gpu, w, DType::bf16, {s.N, s.I});
-    DeviceTensor gmlp = poisoned(*gpu, DType::bf16, {s.M, s.I});
-    DeviceTensor gout = poisoned(*gpu, DType::bf16, {s.M, s.N});
-    DeviceTensor cgu = upload(*cpu, gu, DType::f32, {s.M, 2 * s.I});
-    DeviceTensor cw = upload(*cpu, w, DType::bf16, {s.N, s.I});
-    DeviceTensor cmlp = poisoned(*cpu, DType::f32, {s.M, s.I});
-    DeviceTensor cout = poisoned(*cpu, DType::f32, {s.M, s.N});
-    REQUIRE(gpu->silu_mul_matmul(gout.t, weight_of(gw), ggu.t, gmlp.t).has_value());
-    REQUIRE(cpu->silu_mul_matmul(cout.t, weight_of(cw), cgu.t, cmlp.t).has_value());
-    CHECK(rel_error(download(*gpu, gout.t), download(*cpu, cout.t)) < kBf16OutputTol);
-  }
-}
-
 TEST_CASE("cuda fused ops reject mismatched tensors with an error", "[cuda]") {
-  auto gpu = cuda_backend(CudaBackendOptions{.fused_gemv = true});  // fusion is opt-in
+  auto gpu = cuda_backend();
   std::mt19937 rng(24);
   DeviceTensor gw = upload(*gpu, random_vec(rng, 8 * 16), DType::bf16, {8, 16});
-  DeviceTensor res = upload(*gpu, random_vec(rng, 16), DType::bf16, {1, 16});
   DeviceTensor x = upload(*gpu, random_vec(rng, 16), DType::bf16, {1, 16});
   DeviceTensor g = upload(*gpu, random_vec(rng, 16), DType::bf16, {16});
   DeviceTensor g_short = upload(*gpu, random_vec(rng, 15), DType::bf16, {15});
   DeviceTensor normed = poisoned(*gpu, DType::bf16, {1, 16});
   DeviceTensor out7 = poisoned(*gpu, DType::bf16, {1, 7});
   DeviceTensor out8 = poisoned(*gpu, DType::bf16, {1, 8});
-  auto r = gpu->add_rmsnorm_matmul(out7.t, weight_of(gw), res.t, x.t, g.t, 1e-5f, normed.t);
+  DeviceTensor scratch8 = poisoned(*gpu, DType::bf16, {1, 8});
+  auto r = gpu->rmsnorm_matmul(out7.t, weight_of(gw), x.t, g.t, 1e-5f, normed.t);
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error().code == Errc::shape_mismatch);
-  auto r2 = gpu->add_rmsnorm_matmul(out8.t, weight_of(gw), res.t, x.t, g_short.t, 1e-5f, normed.t);
+  auto r2 = gpu->rmsnorm_matmul(out8.t, weight_of(gw), x.t, g_short.t, 1e-5f, normed.t);
   REQUIRE_FALSE(r2.has_value());
-  DeviceTensor gu = upload(*gpu, random_vec(rng, 30), DType::bf16, {1, 30});
-  DeviceTensor mlp = poisoned(*gpu, DType::bf16, {1, 15});
-  auto s = gpu->silu_mul_matmul(out8.t, weight_of(gw), gu.t, mlp.t);
-  REQUIRE_FALSE(s.has_value());
-  CHECK(s.error().code == Errc::shape_mismatch);
+  auto a = gpu->matmul_add(out7.t, x.t, weight_of(gw), scratch8.t);  // residual of 7 for 8 outputs
+  REQUIRE_FALSE(a.has_value());
+  CHECK(a.error().code == Errc::shape_mismatch);
+  DeviceTensor res_f32 = poisoned(*gpu, DType::f32, {1, 8});
+  auto a2 = gpu->matmul_add(res_f32.t, x.t, weight_of(gw), scratch8.t);  // the residual stream is bf16
+  REQUIRE_FALSE(a2.has_value());
+  CHECK(a2.error().code == Errc::shape_mismatch);
+  auto a3 = gpu->matmul_add(out8.t, x.t, weight_of(gw), out8.t);  // scratch over the residual
+  REQUIRE_FALSE(a3.has_value());
+  CHECK(a3.error().code == Errc::invalid_argument);
 }

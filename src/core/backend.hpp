@@ -151,20 +151,13 @@ class Backend {
   virtual Result<void> gather_logit_rows(Tensor out, Tensor x, const StepPlanView& plan) = 0;
 
   // ---- fused ops ------------------------------------------------------------
-  // Ops that end or begin a matmul with the residual stream's update or norm,
-  // so a backend can fold them into the matmul (CUDA: into the GEMV of
-  // one-row steps and the cuBLASLt epilogue). Results match the composition
-  // within the activation dtype's rounding. Scratch tensors receive the
-  // composition's intermediate or are left untouched; out/residual must not
-  // overlap any other argument.
-
-  // residual[M,N] += x[M,K] @ W.w^T. scratch[M,N]: the product, where the backend forms it.
+  // residual[M,N] += x[M,K] @ W.w^T: a block's output projection added into
+  // the residual stream, so a backend can fold the add into the product's
+  // epilogue (CUDA: the one-row GEMV, cuBLASLt's beta = 1, the int8 GEMV).
+  // The result matches matmul then add within the activation dtype's
+  // rounding. scratch[M,N] receives the product where the backend forms it
+  // (CPU) or is left untouched (CUDA); residual must not overlap x or scratch.
   virtual Result<void> matmul_add(Tensor residual, Tensor x, const Weight& W, Tensor scratch) = 0;
-  // out[M,N] = (rmsnorm(x[M,K]) * w) @ W.w^T. normed[M,K]: scratch (rmsnorm's out in the composition).
-  virtual Result<void> rmsnorm_matmul(Tensor out, const Weight& W, Tensor x, Tensor w, float eps, Tensor normed) {
-    if (Result<void> r = rmsnorm(normed, x, w, eps); !r) return r;
-    return matmul(out, normed, W);
-  }
 
   // ---- sampling -----------------------------------------------------------
   // Samples one token per row of logits[R, V] (f32; may be overwritten as

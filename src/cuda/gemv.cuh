@@ -9,17 +9,10 @@
 // Bandwidth model: reads N*K*2 bytes of weights (+ M*K*2 of x), writes M*N
 // outputs: at M = 1 the whole cost is the weight read.
 //
-// Modes (each replaces a separate kernel of a decode step and the round trip
-// of its output; the CPU twins are the CPU backend's matmul_add and
-// rmsnorm_matmul):
-//  * add: out is the residual stream [M, N] (bf16), updated in place:
-//    out = bf16(out + x @ w^T) (one rounding). Also reads M*N*2 bytes of out.
-//  * rmsnorm: x is the residual stream [M, K] and norm_w its RMSNorm weight
-//    [K]: out = (x * rsqrt(mean(x^2) + eps) * norm_w) @ w^T, with the sum of
-//    squares formed in the same pass (each column's warps over their share
-//    of K, from the x they read anyway) and the scale applied to the dot
-//    product at the end; the normed row is never rounded to bf16 or stored.
-//    Also reads K*2 (or 4) bytes of norm_w per block (L1-resident).
+// Add mode (matmul_add; its CPU twin is the CPU backend's matmul_add): out is
+// the residual stream [M, N] (bf16), updated in place, out = bf16(out +
+// x @ w^T) with one rounding, replacing a separate add kernel and the round
+// trip of the product. Also reads M*N*2 bytes of out.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -33,7 +26,7 @@ namespace photon::cuda {
 
 constexpr int32_t kGemvMaxRows = 1;
 
-enum class GemvMode { plain, add, rmsnorm };
+enum class GemvMode { plain, add };
 
 struct GemvArgs {
   void* out = nullptr;                 // [M, N], bf16 or f32 (out_f32; bf16 for add); never aliases x
@@ -42,14 +35,10 @@ struct GemvArgs {
   int32_t M = 0, N = 0, K = 0;
   bool out_f32 = false;
   GemvMode mode = GemvMode::plain;
-  // rmsnorm only:
-  const void* norm_w = nullptr;        // [K], bf16, or f32 when norm_f32
-  bool norm_f32 = false;
-  float eps = 1e-6f;
 };
 
 // Whether the GEMV kernel serves this product (M <= kGemvMaxRows, K % 8 == 0, 16-byte aligned x and w;
-// add: a bf16 out; rmsnorm: a norm weight aligned to 16 bytes (bf16) or 32 (f32)).
+// add: a bf16 out).
 bool gemv_applies(const GemvArgs& a);
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream);
 

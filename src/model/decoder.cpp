@@ -112,17 +112,18 @@ class DecoderModel final : public Model {
     // HF: scaling = head_dim ** -0.5
     const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
 
-    // x: the residual stream. Each block's output projection adds into x
-    // (matmul_add) and each norm feeds its matmul (rmsnorm_matmul), so a
-    // backend can fold both into the matmuls; h and tmp are their scratch.
+    // x: the residual stream; each block's output projection adds into it
+    // (matmul_add, tmp its scratch); h: the normed input of the next matmul.
     PHOTON_TRY(backend_.embed(x, w_.embed, plan));
     for (size_t l = 0; l < w_.layers.size(); ++l) {
       const DecoderLayerWeights& L = w_.layers[l];
-      PHOTON_TRY(backend_.rmsnorm_matmul(qkv, L.qkv, x, L.input_norm, eps, h));
+      PHOTON_TRY(backend_.rmsnorm(h, x, L.input_norm, eps));
+      PHOTON_TRY(backend_.matmul(qkv, h, L.qkv));
       PHOTON_TRY(backend_.rope_qkv(q, qkv, plan, w_.inv_freq, L.q_norm, L.k_norm, eps, kv_layers_[l]));
       PHOTON_TRY(backend_.attention(attn, q, kv_layers_[l], plan, scale));
       PHOTON_TRY(backend_.matmul_add(x, attn.view({T, c.q_dim()}), L.o, tmp));
-      PHOTON_TRY(backend_.rmsnorm_matmul(gate_up, L.gate_up, x, L.post_attention_norm, eps, h));
+      PHOTON_TRY(backend_.rmsnorm(h, x, L.post_attention_norm, eps));
+      PHOTON_TRY(backend_.matmul(gate_up, h, L.gate_up));
       PHOTON_TRY(backend_.silu_mul(mlp, gate_up));
       PHOTON_TRY(backend_.matmul_add(x, mlp, L.down, tmp));
     }

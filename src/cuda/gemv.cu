@@ -32,6 +32,14 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   pdl_wait();
   pdl_launch_dependents();
 
+  // add: the residual value this column adds to, loaded now so its latency hides under the weight
+  // stream (only this column's epilogue writes it).
+  Out* out = static_cast<Out*>(a.out);
+  float res[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m)
+    res[m] = MODE == GemvMode::add && active && lane == 0 && slice == 0 ? to_f32(out[int64_t(m) * a.N + n]) : 0.f;
+
   const uint4* x = reinterpret_cast<const uint4*>(a.x);
   float acc[M];
 #pragma unroll
@@ -72,14 +80,11 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
       for (int k = 1; k < KS; ++k) acc[m] += partial[warp + k][m];
   }
   if (lane == 0 && active) {
-    Out* out = static_cast<Out*>(a.out);
 #pragma unroll
     for (int m = 0; m < M; ++m) {
-      float v = acc[m];
-      Out& o = out[int64_t(m) * a.N + n];
-      if constexpr (MODE == GemvMode::add) v += to_f32(o);
-      if constexpr (sizeof(Out) == 4) o = v;
-      else o = to_bf16(v);
+      const float v = MODE == GemvMode::add ? acc[m] + res[m] : acc[m];
+      if constexpr (sizeof(Out) == 4) out[int64_t(m) * a.N + n] = v;
+      else out[int64_t(m) * a.N + n] = to_bf16(v);
     }
   }
 }

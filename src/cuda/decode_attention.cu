@@ -455,6 +455,13 @@ int32_t decode_attention_splits(int32_t num_seqs, int32_t num_q_heads, int32_t n
   return int32_t(splits < kMaxSplits ? splits : kMaxSplits);
 }
 
+int64_t decode_attention_cluster_blocks(int32_t num_seqs, int32_t num_q_heads, int32_t num_kv_heads, int32_t num_sms) {
+  if (num_seqs <= 0 || num_kv_heads <= 0 || num_q_heads < num_kv_heads) return 0;
+  const int G = num_q_heads / num_kv_heads;
+  return int64_t(num_seqs) * num_kv_heads * ceil_div(G, group_block(G)) *
+         decode_attention_splits(num_seqs, num_q_heads, num_kv_heads, num_sms, true);
+}
+
 DecodeWorkspace decode_attention_workspace(int32_t num_seqs, int32_t num_q_heads, int32_t num_kv_heads,
                                            int32_t head_dim, int32_t num_splits) {
   DecodeWorkspace w;

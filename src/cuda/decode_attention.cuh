@@ -10,7 +10,9 @@
 // Loads: a round issues its 8 K loads of 16 bytes per thread at once, and its
 // V loads with them when the grid fits in one wave (otherwise after the
 // softmax, keeping four blocks per SM at GQA 4), and fetches the next round's
-// block-table entries meanwhile (the first round's before pdl_wait()).
+// block-table entries meanwhile (the first round's before pdl_wait()). With V
+// loaded with K, the first round's rows other than the current token's
+// (written by rope_qkv in this step) are loaded before pdl_wait() too.
 // Merge: with more than one used split, per-split partials (unnormalized sum,
 // max, denominator) go to a workspace and the last of the used blocks of each
 // (sequence, head group) merges them, loading 8 splits' partials at once (an
@@ -64,6 +66,8 @@ struct DecodeAttentionArgs {
 // With cluster_merge: at most 8, and few enough that the grid fits in one wave.
 int32_t decode_attention_splits(int32_t num_seqs, int32_t num_q_heads, int32_t num_kv_heads, int32_t num_sms,
                                 bool cluster_merge);
+// Blocks of the launch with cluster_merge (sequences x head groups x its splits).
+int64_t decode_attention_cluster_blocks(int32_t num_seqs, int32_t num_q_heads, int32_t num_kv_heads, int32_t num_sms);
 // Workspace that num_splits > 1 needs: partial_out then partial_ml floats in
 // one buffer, and the arrival counters in another (zeroed once: every launch
 // leaves them zero).

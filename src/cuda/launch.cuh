@@ -13,8 +13,10 @@
 //  * every thread of every block calls pdl_wait() on every path, also blocks
 //    with no work, before touching earlier kernels' data and before exiting;
 //  * a kernel may call pdl_launch_dependents() once its own dependents may
-//    start (usually right after its own pdl_wait()); without the call the
-//    dependents start when it completes.
+//    start: the GEMVs right after their own pdl_wait(), the small kernels
+//    (norms, rope, silu, attention, gathers) first thing, so the next kernel
+//    is resident while they run; without the call the dependents start when
+//    it completes. The chain stays ordered because every dependent waits.
 // Works inside CUDA graph capture (the programmatic edge is recorded).
 //
 // PDL is used when the device is sm_90 or newer and PHOTON_CUDA_PDL is not

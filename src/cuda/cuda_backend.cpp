@@ -317,7 +317,8 @@ class CudaBackend final : public Backend {
       // Clusters hold at most 8 splits; past 2048 keys (the longest context the staged block-table
       // width allows; graphs are keyed by it) 16 splits merged through the workspace measured faster.
       // A cluster's blocks share one GPC, so clusters are used only while their grid fits in one
-      // block per SM (4 sequences in clusters of 8 took a second wave: 1.19 against 1.13 ms/step).
+      // block per SM: 4 sequences in clusters of 8 (256 blocks) measured 1.188 ms/step against
+      // session 2's 1.125 without clusters, taken as a second wave (not yet measured separately).
       a.cluster_merge = options_.decode_attention_clusters && compute_major_ >= 9 &&
                         int64_t(plan.max_blocks_per_seq) * cs.bs <= kClusterMergeMaxKeys &&
                         cuda::decode_attention_cluster_blocks(a.num_seqs, a.num_q_heads, a.num_kv_heads, num_sms_) <=

@@ -12,6 +12,27 @@ namespace {
 
 namespace cg = cooperative_groups;
 
+// Thread-block cluster primitives (sm_90+). The cluster variant of the kernel
+// is launched only on such devices; compiled for older ones it traps.
+__device__ __forceinline__ void cluster_sync() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  cg::this_cluster().sync();
+#else
+  __trap();
+#endif
+}
+// The value at `p` in the shared memory of cluster block `rank`.
+__device__ __forceinline__ float cluster_peer_load(float* p, int rank) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  return *cg::this_cluster().map_shared_rank(p, rank);
+#else
+  (void)p;
+  (void)rank;
+  __trap();
+  return 0.f;
+#endif
+}
+
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kLoadsInFlight = 8;   // 16-byte K loads (and as many V loads) per thread per round
@@ -94,8 +115,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
     pdl_wait();
     if constexpr (CL) {
       if (range.used > 1) {  // the cluster merges: take part in its two barriers (used is uniform in a cluster)
-        cg::this_cluster().sync();
-        cg::this_cluster().sync();
+        cluster_sync();
+        cluster_sync();
       }
     }
     return;
@@ -295,8 +316,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
       for (int w = 0; w < kWarps; ++w) total += s_red[w][g][d];
       s_red[0][g][d] = total;
     }
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();  // partials (s_red[0], s_m, s_l) of every block visible cluster-wide
+    cluster_sync();  // partials (s_red[0], s_m, s_l) of every block visible cluster-wide
     const int share = ceil_div(gcount * HD, used);
     const int lo = split * share, hi = min(gcount * HD, lo + share);
     for (int idx = lo + tid; idx < hi; idx += kThreads) {
@@ -305,9 +325,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
 #pragma unroll
       for (int i = 0; i < kMaxClusterSplits; ++i) {
         if (i < used) {
-          m_i[i] = *cluster.map_shared_rank(&s_m[g], i);
-          l_i[i] = *cluster.map_shared_rank(&s_l[g], i);
-          o_i[i] = *cluster.map_shared_rank(&s_red[0][g][d], i);
+          m_i[i] = cluster_peer_load(&s_m[g], i);
+          l_i[i] = cluster_peer_load(&s_l[g], i);
+          o_i[i] = cluster_peer_load(&s_red[0][g][d], i);
         } else {
           m_i[i] = -INFINITY;
           l_i[i] = 0.f;
@@ -326,7 +346,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
       }
       a.out[(int64_t(s) * nq + qh0 + g) * HD + d] = to_bf16(den > 0.f ? num / den : 0.f);
     }
-    cluster.sync();  // no block leaves while others may read its shared memory
+    cluster_sync();  // no block leaves while others may read its shared memory
     return;
   }
 

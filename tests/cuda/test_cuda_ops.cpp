@@ -61,7 +61,7 @@ TEST_CASE("cuda rmsnorm and add_rmsnorm match the CPU", "[cuda]") {
   auto cpu = cpu_reference();
   std::mt19937 rng(13);
   for (DType wdt : {DType::bf16, DType::f32}) {
-    for (int64_t H : {64, 72, 2048, 100}) {
+    for (int64_t H : {64, 72, 2048, 100, 4104}) {
       const int64_t rows = 37;
       const float eps = 1e-5f;
       const auto x = bf16_rounded(random_vec(rng, size_t(rows * H), -2.f, 2.f));

@@ -158,6 +158,14 @@ class Backend {
   // rounding. scratch[M,N] receives the product where the backend forms it
   // (CPU) or is left untouched (CUDA); residual must not overlap x or scratch.
   virtual Result<void> matmul_add(Tensor residual, Tensor x, const Weight& W, Tensor scratch) = 0;
+  // out[M,I] = silu(x @ W.w[:I]^T) * (x @ W.w[I:]^T) for W.w = [gate; up]
+  // [2I, K]: the MLP's gate/up product and SwiGLU in one op, so a backend can
+  // apply the activation in the product's epilogue (CUDA: the one-row GEMV).
+  // The result matches matmul into scratch then silu_mul(out, scratch) within
+  // the activation dtype's rounding. scratch[M,2I] receives the product where
+  // the backend forms it (CPU) or may be left untouched (CUDA); out must not
+  // overlap x or scratch.
+  virtual Result<void> matmul_silu(Tensor out, Tensor x, const Weight& W, Tensor scratch) = 0;
 
   // ---- sampling -----------------------------------------------------------
   // Samples one token per row of logits[R, V] (f32; may be overwritten as

@@ -84,6 +84,13 @@ class CpuBackend final : public Backend {
     PHOTON_TRY(cpu::matmul(*pool_, scratch_, scratch, x, W));
     return cpu::add_into(*pool_, residual, scratch);
   }
+  // The product into scratch, then SwiGLU: the same values as matmul followed by silu_mul.
+  Result<void> matmul_silu(Tensor out, Tensor x, const Weight& W, Tensor scratch) override {
+    if (out.data != nullptr && out.data == scratch.data)
+      return fail(Errc::invalid_argument, "matmul_silu: out and scratch must be different tensors");
+    PHOTON_TRY(cpu::matmul(*pool_, scratch_, scratch, x, W));
+    return cpu::silu_mul(*pool_, out, scratch);
+  }
   Result<void> rope_qkv(Tensor q_out, Tensor qkv, const StepPlanView& plan, Tensor inv_freq, Tensor q_norm,
                         Tensor k_norm, float eps, KvLayer cache) override {
     return cpu::rope_qkv(*pool_, scratch_, q_out, qkv, plan, inv_freq, q_norm, k_norm, eps, cache);

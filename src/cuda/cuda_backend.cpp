@@ -71,6 +71,11 @@ bool overlaps(const Tensor& a, const Tensor& b) {
 // this many keys: at 4000 keys, 8 cluster splits measured 4.5% slower per step than 16 global ones.
 constexpr int64_t kClusterMergeMaxKeys = 2048;
 
+// matmul_silu uses the GEMV's SwiGLU mode for one row from this many input features: at Qwen3-8B's
+// K = 4096 it measured 1.7% faster per decode step than the GEMV + silu_mul pair, at Llama-3.2-1B's
+// K = 2048 1.4% slower (docs/performance.md, row 28).
+constexpr int64_t kSwiGluGemvMinK = 4096;
+
 // Batch-size buckets of decode graphs: powers of two to 8, then multiples of 8 to 64, then of 32.
 int32_t bucket_for(int32_t s) {
   if (s <= 8) {
@@ -242,6 +247,32 @@ class CudaBackend final : public Backend {
     return product(op, residual, x, W, true);
   }
 
+  // out = silu(x @ Wg^T) * (x @ Wu^T): the one-row GEMV's SwiGLU mode (no [M, 2I] round trip, no
+  // silu_mul kernel) for K >= kSwiGluGemvMinK; otherwise the product into scratch (the GEMV,
+  // cuBLASLt, the int8 paths), then silu_mul.
+  Result<void> matmul_silu(Tensor out, Tensor x, const Weight& W, Tensor scratch) override {
+    const char* op = "matmul_silu";
+    PHOTON_TRY(expect(op, "out", out, DType::bf16));
+    PHOTON_TRY(expect(op, "x", x, DType::bf16));
+    if (W.w.rank != 2 || W.w.dim(0) % 2 != 0)
+      return mismatch(op, "W must be [2I, K] (gate rows, then up rows), got " + shape_string(W.w));
+    const int64_t I = W.w.dim(0) / 2, K = W.w.dim(1);
+    if (K <= 0 || x.numel() % K != 0) return mismatch(op, "x " + shape_string(x) + " is not rows of K = " + std::to_string(K));
+    const int64_t M = x.numel() / K;
+    if (out.numel() != M * I)
+      return mismatch(op, "out " + shape_string(out) + " must be [M = " + std::to_string(M) + ", I = " + std::to_string(I) + "]");
+    if (scratch.numel() != M * 2 * I)
+      return mismatch(op, "scratch " + shape_string(scratch) + " must hold the [M, 2I] product");
+    if (out.numel() > 0 && (overlaps(out, x) || overlaps(out, scratch)))
+      return fail(Errc::invalid_argument, "cuda matmul_silu: out overlaps x or scratch");
+    if (M == 0) return {};
+    if (W.w.dtype == DType::bf16 && M <= cuda::kGemvMaxRows && K >= kSwiGluGemvMinK && I < (int64_t(1) << 30)) {
+      cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(I), int32_t(K), false, cuda::GemvMode::silu};
+      if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
+    }
+    PHOTON_TRY(product(op, scratch, x, W, false));
+    return silu_mul(out, scratch.view({M, 2 * I}));
+  }
 
   Result<void> rope_qkv(Tensor q_out, Tensor qkv, const StepPlanView& plan, Tensor inv_freq, Tensor q_norm,
                         Tensor k_norm, float eps, KvLayer cache) override {

@@ -13,6 +13,8 @@ constexpr int kUnroll = 8;  // 16-byte weight loads in flight per lane
 // Block of kWarps warps serving kWarps / KS output columns; the KS warps of a
 // column split its K range (interleaved 16-byte chunks) and meet in shared
 // memory. KS > 1 when N alone gives too few warps to keep DRAM busy.
+// silu: a column's warps stream its gate row, then its up row (2K weights per
+// column), and finish the output in registers.
 // Everything is read after pdl_wait(): starting the weight stream before it
 // (weights are never written by kernels) measured slower through L2 prefetch
 // and no faster through shared-memory copies (docs/performance.md).
@@ -20,7 +22,9 @@ template <int M, int KS, class Out, GemvMode MODE>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   constexpr int kCols = kWarps / KS;
   constexpr int kStep = 32 * KS;
-  __shared__ float partial[kWarps][M];
+  constexpr bool kSilu = MODE == GemvMode::silu;
+  constexpr int kRows = kSilu ? 2 : 1;  // weight rows per column: silu streams the gate row, then the up row
+  __shared__ float partial[kWarps][kRows * M];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int col = warp / KS, slice = warp % KS;
   const int n = blockIdx.x * kCols + col;
@@ -41,48 +45,55 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
     res[m] = MODE == GemvMode::add && active && lane == 0 && slice == 0 ? to_f32(out[int64_t(m) * a.N + n]) : 0.f;
 
   const uint4* x = reinterpret_cast<const uint4*>(a.x);
-  float acc[M];
+  float acc[kRows * M];  // [row r][m]: r = 0 the column's (gate) row, r = 1 its up row
 #pragma unroll
-  for (int m = 0; m < M; ++m) acc[m] = 0.f;
+  for (int i = 0; i < kRows * M; ++i) acc[i] = 0.f;
   if (active) {
-    auto accumulate = [&](const uint4& wv, int c) {
-      float wf[8];
-      unpack_bf16x8(wv, wf);
 #pragma unroll
-      for (int m = 0; m < M; ++m) {
-        float xf[8];
-        unpack_bf16x8(__ldg(x + int64_t(m) * chunks + c), xf);
+    for (int r = 0; r < kRows; ++r) {
+      const uint4* wr = w + int64_t(r) * a.N * chunks;  // silu: up row n is row N + n
+      auto accumulate = [&](const uint4& wv, int c) {
+        float wf[8];
+        unpack_bf16x8(wv, wf);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) acc[m] += wf[e] * xf[e];
+        for (int m = 0; m < M; ++m) {
+          float xf[8];
+          unpack_bf16x8(__ldg(x + int64_t(m) * chunks + c), xf);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[r * M + m] += wf[e] * xf[e];
+        }
+      };
+      int c = c0;
+      for (; c + kStep * (kUnroll - 1) < chunks; c += kStep * kUnroll) {
+        uint4 wv[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + c + kStep * u);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) accumulate(wv[u], c + kStep * u);
       }
-    };
-    int c = c0;
-    for (; c + kStep * (kUnroll - 1) < chunks; c += kStep * kUnroll) {
-      uint4 wv[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(w + c + kStep * u);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) accumulate(wv[u], c + kStep * u);
-    }
 #pragma unroll 4
-    for (; c < chunks; c += kStep) accumulate(__ldcs(w + c), c);
+      for (; c < chunks; c += kStep) accumulate(__ldcs(wr + c), c);
+    }
   }
 #pragma unroll
-  for (int m = 0; m < M; ++m) acc[m] = warp_sum(acc[m]);
+  for (int i = 0; i < kRows * M; ++i) acc[i] = warp_sum(acc[i]);
   if constexpr (KS > 1) {
     if (lane == 0)
 #pragma unroll
-      for (int m = 0; m < M; ++m) partial[warp][m] = acc[m];
+      for (int i = 0; i < kRows * M; ++i) partial[warp][i] = acc[i];
     __syncthreads();
     if (slice != 0) return;
 #pragma unroll
-    for (int m = 0; m < M; ++m)
-      for (int k = 1; k < KS; ++k) acc[m] += partial[warp + k][m];
+    for (int i = 0; i < kRows * M; ++i)
+      for (int k = 1; k < KS; ++k) acc[i] += partial[warp + k][i];
   }
   if (lane == 0 && active) {
 #pragma unroll
     for (int m = 0; m < M; ++m) {
-      const float v = MODE == GemvMode::add ? acc[m] + res[m] : acc[m];
+      float v = acc[m];
+      if constexpr (MODE == GemvMode::add) v += res[m];
+      // silu: gate and up rounded to bf16 first, as the plain product would store them.
+      if constexpr (kSilu) v = silu_times(to_f32(to_bf16(acc[m])), to_f32(to_bf16(acc[M + m])));
       if constexpr (sizeof(Out) == 4) out[int64_t(m) * a.N + n] = v;
       else out[int64_t(m) * a.N + n] = to_bf16(v);
     }
@@ -95,6 +106,8 @@ cudaError_t launch_mk(const GemvArgs& a, cudaStream_t stream) {
   switch (a.mode) {
     case GemvMode::add:
       return launch_kernel(gemv_kernel<M, KS, bf16, GemvMode::add>, blocks, dim3(kThreads), 0, stream, a);
+    case GemvMode::silu:
+      return launch_kernel(gemv_kernel<M, KS, bf16, GemvMode::silu>, blocks, dim3(kThreads), 0, stream, a);
     case GemvMode::plain: break;
   }
   return launch_kernel(a.out_f32 ? gemv_kernel<M, KS, float, GemvMode::plain> : gemv_kernel<M, KS, bf16, GemvMode::plain>,
@@ -118,14 +131,16 @@ bool gemv_applies(const GemvArgs& a) {
     return false;
   switch (a.mode) {
     case GemvMode::plain: return true;
-    case GemvMode::add: return !a.out_f32;
+    case GemvMode::add:
+    case GemvMode::silu: return !a.out_f32;
   }
   return false;
 }
 
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream) {
   if (!gemv_applies(a))
-    return bad_launch("gemv", "needs M = 1, K % 8 == 0, 16-byte aligned x and w, and a bf16 output to add into");
+    return bad_launch("gemv", "needs M = 1, K % 8 == 0, 16-byte aligned x and w, and a bf16 output to add into or "
+                              "apply SwiGLU to");
   static_assert(kGemvMaxRows == 1, "instantiate the kernel for every dispatched row count");
   PHOTON_CUDA_TRY(launch_m<1>(a, stream));
   return {};

@@ -13,6 +13,14 @@
 // the residual stream [M, N] (bf16), updated in place, out = bf16(out +
 // x @ w^T) with one rounding, replacing a separate add kernel and the round
 // trip of the product. Also reads M*N*2 bytes of out.
+//
+// SwiGLU mode (matmul_silu; its CPU twin is the CPU backend's matmul_silu): w
+// is [2N, K] (N gate rows, then N up rows) and out[M, N] (bf16) =
+// silu(g) * u of each output's gate and up dot products, each rounded to bf16
+// first as the plain product would store them; the warps of an output stream
+// its gate row, then its up row, and apply SwiGLU in registers, replacing the
+// silu_mul kernel and the [M, 2N] round trip. Reads 2*N*K*2 bytes of
+// weights, writes M*N*2.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -26,19 +34,19 @@ namespace photon::cuda {
 
 constexpr int32_t kGemvMaxRows = 1;
 
-enum class GemvMode { plain, add };
+enum class GemvMode { plain, add, silu };
 
 struct GemvArgs {
-  void* out = nullptr;                 // [M, N], bf16 or f32 (out_f32; bf16 for add); never aliases x
+  void* out = nullptr;                 // [M, N], bf16 or f32 (out_f32; bf16 for add, silu); never aliases x
   const __nv_bfloat16* x = nullptr;    // [M, K]
-  const __nv_bfloat16* w = nullptr;    // [N, K]
+  const __nv_bfloat16* w = nullptr;    // [N, K]; silu: [2N, K]
   int32_t M = 0, N = 0, K = 0;
   bool out_f32 = false;
   GemvMode mode = GemvMode::plain;
 };
 
 // Whether the GEMV kernel serves this product (M <= kGemvMaxRows, K % 8 == 0, 16-byte aligned x and w;
-// add: a bf16 out).
+// add, silu: a bf16 out).
 bool gemv_applies(const GemvArgs& a);
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream);
 

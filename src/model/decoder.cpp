@@ -113,7 +113,9 @@ class DecoderModel final : public Model {
     const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
 
     // x: the residual stream; each block's output projection adds into it
-    // (matmul_add, tmp its scratch); h: the normed input of the next matmul.
+    // (matmul_add, tmp its scratch); h: the normed input of the next matmul;
+    // the MLP's SwiGLU is applied with its gate/up product (matmul_silu,
+    // gate_up its scratch).
     PHOTON_TRY(backend_.embed(x, w_.embed, plan));
     for (size_t l = 0; l < w_.layers.size(); ++l) {
       const DecoderLayerWeights& L = w_.layers[l];
@@ -123,8 +125,7 @@ class DecoderModel final : public Model {
       PHOTON_TRY(backend_.attention(attn, q, kv_layers_[l], plan, scale));
       PHOTON_TRY(backend_.matmul_add(x, attn.view({T, c.q_dim()}), L.o, tmp));
       PHOTON_TRY(backend_.rmsnorm(h, x, L.post_attention_norm, eps));
-      PHOTON_TRY(backend_.matmul(gate_up, h, L.gate_up));
-      PHOTON_TRY(backend_.silu_mul(mlp, gate_up));
+      PHOTON_TRY(backend_.matmul_silu(mlp, h, L.gate_up, gate_up));
       PHOTON_TRY(backend_.matmul_add(x, mlp, L.down, tmp));
     }
     PHOTON_TRY(backend_.rmsnorm(h, x, w_.final_norm, eps));

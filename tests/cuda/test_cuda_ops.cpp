@@ -555,3 +555,60 @@ TEST_CASE("cuda matmul_add rejects mismatched tensors with an error", "[cuda]") 
   REQUIRE_FALSE(a3.has_value());
   CHECK(a3.error().code == Errc::invalid_argument);
 }
+
+TEST_CASE("cuda matmul_silu matches the CPU (GEMV SwiGLU mode at M = 1, product + silu_mul above)", "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(25);
+  struct Shape {
+    int64_t M, I, K;
+  };
+  // M = 1, K >= 4096, K % 8 == 0: every K split of the GEMV's SwiGLU mode (I >= 8192: 1, >= 4096: 2,
+  // >= 2048: 4, below: 8), outputs not filling the last block; K < 4096 or M > 1: the product, then
+  // silu_mul. Gate and up are rounded to bf16 before SwiGLU (as the unfused product stores them), then
+  // the output: three roundings, about 3e-3 norm-wise (simulated), hence twice the one-rounding bound.
+  constexpr double kSwiGluTol = 2 * kBf16OutputTol;
+  for (Shape s : {Shape{1, 8192, 4096}, Shape{1, 4100, 4096}, Shape{1, 2100, 4104}, Shape{1, 1000, 4096},
+                  Shape{1, 301, 8192}, Shape{1, 8192, 2048}, Shape{1, 517, 72}, Shape{1, 50, 36},
+                  Shape{3, 1000, 72}, Shape{16, 2048, 2048}}) {
+    const auto x = bf16_rounded(random_vec(rng, size_t(s.M * s.K), -1.f, 1.f));
+    const auto w = bf16_rounded(random_vec(rng, size_t(2 * s.I * s.K), -0.2f, 0.2f));
+    CAPTURE(s.M, s.I, s.K);
+    DeviceTensor gx = upload(*gpu, x, DType::bf16, {s.M, s.K});
+    DeviceTensor gw = upload(*gpu, w, DType::bf16, {2 * s.I, s.K});
+    DeviceTensor gout = poisoned(*gpu, DType::bf16, {s.M, s.I});
+    DeviceTensor gscratch = poisoned(*gpu, DType::bf16, {s.M, 2 * s.I});
+    DeviceTensor cx = upload(*cpu, x, DType::f32, {s.M, s.K});
+    DeviceTensor cw = upload(*cpu, w, DType::bf16, {2 * s.I, s.K});
+    DeviceTensor cout = poisoned(*cpu, DType::f32, {s.M, s.I});
+    DeviceTensor cscratch = poisoned(*cpu, DType::f32, {s.M, 2 * s.I});
+    REQUIRE(gpu->matmul_silu(gout.t, gx.t, weight_of(gw), gscratch.t).has_value());
+    REQUIRE(cpu->matmul_silu(cout.t, cx.t, weight_of(cw), cscratch.t).has_value());
+    CHECK(rel_error(download(*gpu, gout.t), download(*cpu, cout.t)) < kSwiGluTol);
+  }
+}
+
+TEST_CASE("cuda matmul_silu rejects mismatched tensors with an error", "[cuda]") {
+  auto gpu = cuda_backend();
+  std::mt19937 rng(26);
+  DeviceTensor gw = upload(*gpu, random_vec(rng, 8 * 16), DType::bf16, {8, 16});
+  DeviceTensor gw_odd = upload(*gpu, random_vec(rng, 7 * 16), DType::bf16, {7, 16});
+  DeviceTensor x = upload(*gpu, random_vec(rng, 16), DType::bf16, {1, 16});
+  DeviceTensor out3 = poisoned(*gpu, DType::bf16, {1, 3});
+  DeviceTensor out4 = poisoned(*gpu, DType::bf16, {1, 4});
+  DeviceTensor scratch8 = poisoned(*gpu, DType::bf16, {1, 8});
+  auto a = gpu->matmul_silu(out3.t, x.t, weight_of(gw), scratch8.t);  // 3 outputs for I = 4
+  REQUIRE_FALSE(a.has_value());
+  CHECK(a.error().code == Errc::shape_mismatch);
+  auto b = gpu->matmul_silu(out4.t, x.t, weight_of(gw_odd), scratch8.t);  // 7 rows are no [gate; up]
+  REQUIRE_FALSE(b.has_value());
+  CHECK(b.error().code == Errc::shape_mismatch);
+  DeviceTensor out_f32 = poisoned(*gpu, DType::f32, {1, 4});
+  auto c = gpu->matmul_silu(out_f32.t, x.t, weight_of(gw), scratch8.t);  // activations are bf16
+  REQUIRE_FALSE(c.has_value());
+  CHECK(c.error().code == Errc::shape_mismatch);
+  const Tensor inside = Tensor::of(scratch8.t.data, DType::bf16, {1, 4});
+  auto e = gpu->matmul_silu(inside, x.t, weight_of(gw), scratch8.t);  // out inside the scratch
+  REQUIRE_FALSE(e.has_value());
+  CHECK(e.error().code == Errc::invalid_argument);
+}

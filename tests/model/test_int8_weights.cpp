@@ -58,6 +58,7 @@ class NoInt8Backend final : public Backend {
   }
   Result<void> matmul(Tensor o, Tensor x, const Weight& W) override { return cpu_->matmul(o, x, W); }
   Result<void> matmul_add(Tensor r, Tensor x, const Weight& W, Tensor s) override { return cpu_->matmul_add(r, x, W, s); }
+  Result<void> matmul_silu(Tensor o, Tensor x, const Weight& W, Tensor s) override { return cpu_->matmul_silu(o, x, W, s); }
   Result<void> rope_qkv(Tensor q, Tensor qkv, const StepPlanView& p, Tensor f, Tensor qn, Tensor kn, float eps,
                         KvLayer c) override {
     return cpu_->rope_qkv(q, qkv, p, f, qn, kn, eps, c);

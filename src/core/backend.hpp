@@ -130,8 +130,6 @@ class Backend {
   virtual Result<void> embed(Tensor out, const Weight& table, const StepPlanView& plan) = 0;
   // out[r,:] = x[r,:] * rsqrt(mean(x[r,:]^2) + eps) * w, rows = x.numel() / w.numel(); out may alias x.
   virtual Result<void> rmsnorm(Tensor out, Tensor x, Tensor w, float eps) = 0;
-  // residual[T,H] += x[T,H]; out[T,H] = rmsnorm(residual) * w.
-  virtual Result<void> add_rmsnorm(Tensor residual, Tensor x, Tensor w, float eps, Tensor out) = 0;
   // out[M,N] = x[M,K] @ W.w[N,K]^T; out dtype f32 or activation_dtype().
   virtual Result<void> matmul(Tensor out, Tensor x, const Weight& W) = 0;
   // From packed qkv[T, (nq + 2 nkv) * hd] (q heads, then k heads, then v heads):

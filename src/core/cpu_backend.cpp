@@ -71,9 +71,6 @@ class CpuBackend final : public Backend {
   Result<void> rmsnorm(Tensor out, Tensor x, Tensor w, float eps) override {
     return cpu::rmsnorm(*pool_, out, x, w, eps);
   }
-  Result<void> add_rmsnorm(Tensor residual, Tensor x, Tensor w, float eps, Tensor out) override {
-    return cpu::add_rmsnorm(*pool_, residual, x, w, eps, out);
-  }
   Result<void> matmul(Tensor out, Tensor x, const Weight& W) override {
     return cpu::matmul(*pool_, scratch_, out, x, W);
   }

@@ -115,7 +115,6 @@ inline void widen_weight_row(const Weight& W, int64_t n, float* dst) noexcept {
 
 Result<void> embed(ThreadPool& pool, Tensor out, const Weight& table, const StepPlanView& plan);
 Result<void> rmsnorm(ThreadPool& pool, Tensor out, Tensor x, Tensor w, float eps);
-Result<void> add_rmsnorm(ThreadPool& pool, Tensor residual, Tensor x, Tensor w, float eps, Tensor out);
 Result<void> silu_mul(ThreadPool& pool, Tensor out, Tensor gate_up);
 // residual += x elementwise (f32, equal element counts).
 Result<void> add_into(ThreadPool& pool, Tensor residual, Tensor x);

@@ -79,30 +79,6 @@ Result<void> rmsnorm(ThreadPool& pool, Tensor out, Tensor x, Tensor w, float eps
   return {};
 }
 
-Result<void> add_rmsnorm(ThreadPool& pool, Tensor residual, Tensor x, Tensor w, float eps, Tensor out) {
-  const char* op = "add_rmsnorm";
-  PHOTON_ASSIGN_OR_RETURN(const int64_t rows, check_norm(op, out, x, w));
-  PHOTON_TRY(expect_f32(op, "residual", residual));
-  if (residual.numel() != x.numel())
-    return fail(Errc::shape_mismatch, "add_rmsnorm: residual " + shape_string(residual) + " differs in size from x " +
-                                          shape_string(x));
-  const int64_t H = w.numel();
-  std::vector<float> wf(static_cast<size_t>(H));
-  widen_row(w, 0, H, wf.data());
-  const float* xs = x.as<const float>();
-  float* res = residual.as<float>();
-  float* o = out.as<float>();
-  pool.parallel_for(0, rows, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      float* rr = res + r * H;
-      const float* xr = xs + r * H;
-      for (int64_t i = 0; i < H; ++i) rr[i] += xr[i];
-      rmsnorm_row(rr, wf.data(), H, eps, o + r * H);
-    }
-  });
-  return {};
-}
-
 Result<void> add_into(ThreadPool& pool, Tensor residual, Tensor x) {
   const char* op = "matmul_add";
   PHOTON_TRY(expect_f32(op, "residual", residual));

@@ -210,27 +210,6 @@ class CudaBackend final : public Backend {
     return cuda::launch_rmsnorm(a, stream_);
   }
 
-  Result<void> add_rmsnorm(Tensor residual, Tensor x, Tensor w, float eps, Tensor out) override {
-    const char* op = "add_rmsnorm";
-    PHOTON_TRY(expect(op, "residual", residual, DType::bf16));
-    PHOTON_TRY(expect(op, "x", x, DType::bf16));
-    PHOTON_TRY(expect(op, "out", out, DType::bf16));
-    if (w.numel() <= 0 || x.numel() % w.numel() != 0 || out.numel() != x.numel() || residual.numel() != x.numel())
-      return mismatch(op, "residual " + shape_string(residual) + ", x " + shape_string(x) + " and out " +
-                              shape_string(out) + " must be equal rows of w " + shape_string(w));
-    PHOTON_TRY(expect_norm_weight(op, "w", w, w.numel()));
-    cuda::RmsNormArgs a;
-    a.out = bf(out);
-    a.x = bf(x);
-    a.residual = bf(residual);
-    a.weight = w.data;
-    a.weight_f32 = w.dtype == DType::f32;
-    a.rows = int32_t(x.numel() / w.numel());
-    a.hidden = int32_t(w.numel());
-    a.eps = eps;
-    return cuda::launch_rmsnorm(a, stream_);
-  }
-
   Result<void> matmul(Tensor out, Tensor x, const Weight& W) override { return product("matmul", out, x, W, false); }
 
   // residual += x @ W^T in the product's epilogue: the GEMV's add mode (one row), cuBLASLt with

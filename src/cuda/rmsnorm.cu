@@ -8,17 +8,16 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// One block per row. Pass 1 forms the (residual) sum and its sum of squares;
-// pass 2 re-reads what this same thread wrote or read and scales it, so out
-// may alias x or residual.
-template <int VEC, bool FUSED, class W>
+// One block per row, any H: pass 1 forms the sum of squares, pass 2 re-reads
+// what this same thread read and scales it, so out may alias x. Serves rows
+// that rmsnorm_regs_kernel cannot hold (H > 8192, or not 16-byte vectors).
+template <int VEC, class W>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormArgs a) {
   __shared__ float scratch[32];
   pdl_launch_dependents();  // early: the next kernel may start streaming its weights (launch.cuh)
   pdl_wait();
   const int64_t base = int64_t(blockIdx.x) * a.hidden;
   const bf16* x = a.x + base;
-  bf16* res = FUSED ? a.residual + base : nullptr;
   bf16* out = a.out + base;
   const W* w = static_cast<const W*>(a.weight);
   const int H = a.hidden;
@@ -28,28 +27,18 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormArgs a) {
     float v[VEC];
     if constexpr (VEC == 8) load_bf16x8(x + i, v);
     else v[0] = to_f32(x[i]);
-    if constexpr (FUSED) {
-      float r[VEC];
-      if constexpr (VEC == 8) load_bf16x8(res + i, r);
-      else r[0] = to_f32(res[i]);
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) v[k] = to_f32(to_bf16(v[k] + r[k]));  // the stored residual's value
-      if constexpr (VEC == 8) store_bf16x8(res + i, v);
-      else res[i] = to_bf16(v[0]);
-    }
 #pragma unroll
     for (int k = 0; k < VEC; ++k) ss += v[k] * v[k];
   }
   const float inv = rsqrtf(block_sum<kThreads>(ss, scratch) / float(H) + a.eps);
 
-  const bf16* src = FUSED ? res : x;
   for (int i = threadIdx.x * VEC; i < H; i += kThreads * VEC) {
     float v[VEC], g[VEC];
     if constexpr (VEC == 8) {
-      load_bf16x8(src + i, v);
+      load_bf16x8(x + i, v);
       load_x8(w + i, g);
     } else {
-      v[0] = to_f32(src[i]);
+      v[0] = to_f32(x[i]);
       g[0] = to_f32(w[i]);
     }
 #pragma unroll
@@ -106,10 +95,10 @@ cudaError_t launch_regs(const RmsNormArgs& a, cudaStream_t stream) {
                        dim3(unsigned(a.rows)), dim3(kThreads), 0, stream, a);
 }
 
-template <int VEC, bool FUSED>
-cudaError_t launch_typed(const RmsNormArgs& a, cudaStream_t stream) {
-  return launch_kernel(a.weight_f32 ? rmsnorm_kernel<VEC, FUSED, float> : rmsnorm_kernel<VEC, FUSED, bf16>,
-                       dim3(unsigned(a.rows)), dim3(kThreads), 0, stream, a);
+template <int VEC>
+cudaError_t launch_any(const RmsNormArgs& a, cudaStream_t stream) {
+  return launch_kernel(a.weight_f32 ? rmsnorm_kernel<VEC, float> : rmsnorm_kernel<VEC, bf16>, dim3(unsigned(a.rows)),
+                       dim3(kThreads), 0, stream, a);
 }
 
 }  // namespace
@@ -117,19 +106,16 @@ cudaError_t launch_typed(const RmsNormArgs& a, cudaStream_t stream) {
 Status launch_rmsnorm(const RmsNormArgs& a, cudaStream_t stream) {
   if (a.rows < 0 || a.hidden <= 0) return bad_launch("rmsnorm", "needs rows >= 0 and H > 0");
   if (a.rows == 0) return {};
-  const bool fused = a.residual != nullptr;
   const bool vec = a.hidden % 8 == 0 && is_aligned(a.out, 16) && is_aligned(a.x, 16) &&
-                   is_aligned(a.weight, a.weight_f32 ? 32 : 16) && (!fused || is_aligned(a.residual, 16));
-  if (vec && !fused && a.hidden <= kThreads * 8 * 4) {  // up to 4 chunks of 8 per thread in registers
+                   is_aligned(a.weight, a.weight_f32 ? 32 : 16);
+  if (vec && a.hidden <= kThreads * 8 * 4) {  // up to 4 chunks of 8 per thread in registers
     const int chunks = ceil_div(a.hidden, kThreads * 8);
     PHOTON_CUDA_TRY(chunks == 1   ? launch_regs<1>(a, stream)
                     : chunks == 2 ? launch_regs<2>(a, stream)
                                   : launch_regs<4>(a, stream));
     return {};
   }
-  const cudaError_t err = vec ? (fused ? launch_typed<8, true>(a, stream) : launch_typed<8, false>(a, stream))
-                              : (fused ? launch_typed<1, true>(a, stream) : launch_typed<1, false>(a, stream));
-  PHOTON_CUDA_TRY(err);
+  PHOTON_CUDA_TRY(vec ? launch_any<8>(a, stream) : launch_any<1>(a, stream));
   return {};
 }
 

@@ -1,9 +1,8 @@
-// RMSNorm and the fused residual-add + RMSNorm of the decoder layers.
-//   plain:  out[r, :] = x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * w
-//   fused:  residual[r, :] += x[r, :] (rounded to bf16); out[r, :] = rmsnorm(residual[r, :]) * w
-// fp32 accumulation; the fused form normalizes the bf16-rounded sum it stores.
-// Bandwidth model: plain reads 2*rows*H + writes 2*rows*H bytes; fused reads
-// 4*rows*H (x, residual) and writes 4*rows*H (residual, out); w is cached.
+// RMSNorm of the decoder layers (the residual add happens in the o and down
+// projections' epilogues, matmul_add):
+//   out[r, :] = x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * w
+// fp32 accumulation. Bandwidth model: reads 2*rows*H + writes 2*rows*H bytes;
+// w (2 or 4 * H bytes) is read once per row from L2.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -16,9 +15,8 @@
 namespace photon::cuda {
 
 struct RmsNormArgs {
-  __nv_bfloat16* out = nullptr;       // [rows, H]; may alias x or residual
+  __nv_bfloat16* out = nullptr;       // [rows, H]; may alias x
   const __nv_bfloat16* x = nullptr;   // [rows, H]
-  __nv_bfloat16* residual = nullptr;  // [rows, H] or null (plain RMSNorm)
   const void* weight = nullptr;       // [H], bf16, or f32 when weight_f32
   bool weight_f32 = false;
   int32_t rows = 0;

@@ -69,14 +69,13 @@ TEST_CASE("cpu embed rejects token ids outside the vocabulary", "[core]") {
         Errc::shape_mismatch);
 }
 
-TEST_CASE("cpu rmsnorm and add_rmsnorm match a naive loop", "[core]") {
+TEST_CASE("cpu rmsnorm matches a naive loop", "[core]") {
   std::mt19937 rng(22);
   const int64_t rows = 13, H = 71;
   const float eps = 1e-5f;
   for (DType dt : {DType::f32, DType::bf16}) {
     const HostTensor w = host_tensor(random_floats(rng, size_t(H), 0.5f, 1.5f), dt, {H});
     const auto x = random_floats(rng, size_t(rows * H), -3.0f, 3.0f);
-    const auto xadd = random_floats(rng, size_t(rows * H));
     for (int32_t threads : thread_counts()) {
       auto be = cpu_backend(threads);
       std::vector<float> xin = x, out(x.size(), NAN);
@@ -85,14 +84,6 @@ TEST_CASE("cpu rmsnorm and add_rmsnorm match a naive loop", "[core]") {
       // in place (out aliases x)
       REQUIRE(be->rmsnorm(view_of(xin, {rows, H}), view_of(xin, {rows, H}), w.t, eps).has_value());
       CHECK(xin == out);
-
-      std::vector<float> residual = x, xa = xadd, out2(x.size(), NAN), sum(x.size());
-      for (size_t i = 0; i < sum.size(); ++i) sum[i] = x[i] + xadd[i];
-      REQUIRE(be->add_rmsnorm(view_of(residual, {rows, H}), view_of(xa, {rows, H}), w.t, eps,
-                              view_of(out2, {rows, H}))
-                  .has_value());
-      CHECK(residual == sum);
-      CHECK(max_abs_diff(out2, naive_rmsnorm(sum, w.values, eps)) <= 1e-5);
     }
   }
 }

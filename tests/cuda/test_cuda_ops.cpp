@@ -56,16 +56,15 @@ TEST_CASE("cuda embed rejects token ids outside the table", "[cuda]") {
   CHECK(r.error().code == Errc::out_of_range);
 }
 
-TEST_CASE("cuda rmsnorm and add_rmsnorm match the CPU", "[cuda]") {
+TEST_CASE("cuda rmsnorm matches the CPU (rows in registers up to H = 8192, any H above)", "[cuda]") {
   auto gpu = cuda_backend();
   auto cpu = cpu_reference();
   std::mt19937 rng(13);
   for (DType wdt : {DType::bf16, DType::f32}) {
-    for (int64_t H : {64, 72, 2048, 100, 4104}) {
+    for (int64_t H : {64, 72, 2048, 100, 4104, 8200}) {
       const int64_t rows = 37;
       const float eps = 1e-5f;
       const auto x = bf16_rounded(random_vec(rng, size_t(rows * H), -2.f, 2.f));
-      const auto res = bf16_rounded(random_vec(rng, size_t(rows * H), -2.f, 2.f));
       const auto w = bf16_rounded(random_vec(rng, size_t(H), 0.5f, 1.5f));
       CAPTURE(H, dtype_name(wdt));
 
@@ -82,18 +81,6 @@ TEST_CASE("cuda rmsnorm and add_rmsnorm match the CPU", "[cuda]") {
       CHECK(rel_error(download(*gpu, gout.t), ref) < kBf16OutputTol);
       REQUIRE(gpu->rmsnorm(gx.t, gx.t, gw.t, eps).has_value());
       CHECK(rel_error(download(*gpu, gx.t), ref) < kBf16OutputTol);
-
-      // fused residual add
-      DeviceTensor gx2 = upload(*gpu, x, DType::bf16, {rows, H});
-      DeviceTensor gres = upload(*gpu, res, DType::bf16, {rows, H});
-      DeviceTensor gout2 = poisoned(*gpu, DType::bf16, {rows, H});
-      DeviceTensor cres = upload(*cpu, res, DType::f32, {rows, H});
-      DeviceTensor cx2 = upload(*cpu, x, DType::f32, {rows, H});
-      DeviceTensor cout2 = poisoned(*cpu, DType::f32, {rows, H});
-      REQUIRE(gpu->add_rmsnorm(gres.t, gx2.t, gw.t, eps, gout2.t).has_value());
-      REQUIRE(cpu->add_rmsnorm(cres.t, cx2.t, cw.t, eps, cout2.t).has_value());
-      CHECK(rel_error(download(*gpu, gres.t), download(*cpu, cres.t)) < kBf16OutputTol);
-      CHECK(rel_error(download(*gpu, gout2.t), download(*cpu, cout2.t)) < kBf16OutputTol);
     }
   }
 }

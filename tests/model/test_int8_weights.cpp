@@ -53,9 +53,6 @@ class NoInt8Backend final : public Backend {
   Result<StepPlanView> stage_plan(const BatchPlan& p) override { return cpu_->stage_plan(p); }
   Result<void> embed(Tensor o, const Weight& t, const StepPlanView& p) override { return cpu_->embed(o, t, p); }
   Result<void> rmsnorm(Tensor o, Tensor x, Tensor w, float eps) override { return cpu_->rmsnorm(o, x, w, eps); }
-  Result<void> add_rmsnorm(Tensor r, Tensor x, Tensor w, float eps, Tensor o) override {
-    return cpu_->add_rmsnorm(r, x, w, eps, o);
-  }
   Result<void> matmul(Tensor o, Tensor x, const Weight& W) override { return cpu_->matmul(o, x, W); }
   Result<void> matmul_add(Tensor r, Tensor x, const Weight& W, Tensor s) override { return cpu_->matmul_add(r, x, W, s); }
   Result<void> matmul_silu(Tensor o, Tensor x, const Weight& W, Tensor s) override { return cpu_->matmul_silu(o, x, W, s); }

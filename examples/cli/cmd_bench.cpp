@@ -205,8 +205,8 @@ void run_bench(const BenchArgs& a) {
   // Time to first token: one prefill step of the whole prompt plus sampling.
   {
     nlohmann::json ttft = nlohmann::json::array();
-    std::vector<int32_t> prompts = a.ttft_prompts;
-    prompts.push_back(a.prefill_prompt);
+    std::vector<int32_t> prompts = a.ttft_prompts;  // each length once, the prefill figure's included
+    if (std::find(prompts.begin(), prompts.end(), a.prefill_prompt) == prompts.end()) prompts.push_back(a.prefill_prompt);
     for (int32_t p : prompts) {
       std::vector<double> times;
       for (int32_t r = 0; r <= a.repeats; ++r) {

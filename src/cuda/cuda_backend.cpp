@@ -464,6 +464,24 @@ class CudaBackend final : public Backend {
       return mismatch(op, "cache dimensions must be positive, got " + shape_string(cache.k));
     return cs;
   }
+  // The shape of out[M, N] = x[M, K] @ w[N, K]^T: w of rank 2, x bf16 rows of K, out bf16 or f32
+  // with M * N elements and data unless M = 0.
+  struct ProductShape {
+    int64_t M, N, K;
+  };
+  static Result<ProductShape> product_shape(const char* op, const Tensor& out, const Tensor& x, const Tensor& w) {
+    PHOTON_TRY(expect(op, "x", x, DType::bf16));
+    if (w.rank != 2) return mismatch(op, "W must be [N, K], got " + shape_string(w));
+    if (out.dtype != DType::bf16 && out.dtype != DType::f32)
+      return mismatch(op, "out must be bf16 or f32, got " + shape_string(out));
+    const int64_t N = w.dim(0), K = w.dim(1);
+    if (K <= 0 || x.numel() % K != 0) return mismatch(op, "x " + shape_string(x) + " is not rows of K = " + std::to_string(K));
+    const int64_t M = x.numel() / K;
+    if (out.numel() != M * N)
+      return mismatch(op, "out " + shape_string(out) + " must be [M = " + std::to_string(M) + ", N = " + std::to_string(N) + "]");
+    if (M > 0 && out.data == nullptr) return fail(Errc::invalid_argument, std::string("cuda ") + op + ": out has no data");
+    return ProductShape{M, N, K};
+  }
   // Ops that read the plan's arrays accept only the last staged plan.
   Status current(const char* op, const StepPlanView& plan) const {
     if (!staging_.is_current(plan))
@@ -477,11 +495,8 @@ class CudaBackend final : public Backend {
   // bytes, and kept) and the bf16 cuBLASLt product.
   Status matmul_int8(const char* op, Tensor out, Tensor x, const Weight& W, bool accumulate) {
     PHOTON_TRY(expect(op, "W", W.w, DType::i8));
-    PHOTON_TRY(expect(op, "x", x, DType::bf16));
-    if (W.w.rank != 2) return mismatch(op, "int8 W must be [N, K], got " + shape_string(W.w));
-    if (out.dtype != DType::bf16 && out.dtype != DType::f32)
-      return mismatch(op, "out must be bf16 or f32, got " + shape_string(out));
-    const int64_t N = W.w.dim(0), K = W.w.dim(1);
+    PHOTON_ASSIGN_OR_RETURN(const ProductShape ps, product_shape(op, out, x, W.w));
+    const int64_t M = ps.M, N = ps.N, K = ps.K;
     if (W.group_size <= 0) return mismatch(op, "int8 W needs a positive group size, got " + std::to_string(W.group_size));
     PHOTON_TRY(expect(op, "W.scales", W.scales, DType::f32));
     const int64_t groups = int8_group_count(K, W.group_size);
@@ -489,12 +504,7 @@ class CudaBackend final : public Backend {
       return mismatch(op, "int8 W.scales must be [N = " + std::to_string(N) + ", ceil(K / " +
                               std::to_string(W.group_size) + ") = " + std::to_string(groups) + "], got " +
                               shape_string(W.scales));
-    if (K <= 0 || x.numel() % K != 0) return mismatch(op, "x " + shape_string(x) + " is not rows of K = " + std::to_string(K));
-    const int64_t M = x.numel() / K;
-    if (out.numel() != M * N)
-      return mismatch(op, "out " + shape_string(out) + " must be [M = " + std::to_string(M) + ", N = " + std::to_string(N) + "]");
     if (M == 0) return {};
-    if (out.data == nullptr) return fail(Errc::invalid_argument, std::string("cuda ") + op + ": out has no data");
     if (N >= (int64_t(1) << 31) || K >= (int64_t(1) << 31))
       return mismatch(op, "int8 W " + shape_string(W.w) + " has a dimension beyond 2^31 - 1");
     const cuda::GemvInt8Args g{out.data, bf(x), W.w.as<const int8_t>(), W.scales.as<const float>(), int32_t(M),
@@ -514,17 +524,9 @@ class CudaBackend final : public Backend {
   Status product(const char* op, Tensor out, Tensor x, const Weight& W, bool accumulate) {
     if (W.w.dtype == DType::i8) return matmul_int8(op, out, x, W, accumulate);
     PHOTON_TRY(expect(op, "W", W.w, DType::bf16));
-    PHOTON_TRY(expect(op, "x", x, DType::bf16));
-    if (W.w.rank != 2) return mismatch(op, "W must be [N, K], got " + shape_string(W.w));
-    if (out.dtype != DType::bf16 && out.dtype != DType::f32)
-      return mismatch(op, "out must be bf16 or f32, got " + shape_string(out));
-    const int64_t N = W.w.dim(0), K = W.w.dim(1);
-    if (K <= 0 || x.numel() % K != 0) return mismatch(op, "x " + shape_string(x) + " is not rows of K = " + std::to_string(K));
-    const int64_t M = x.numel() / K;
-    if (out.numel() != M * N)
-      return mismatch(op, "out " + shape_string(out) + " must be [M = " + std::to_string(M) + ", N = " + std::to_string(N) + "]");
+    PHOTON_ASSIGN_OR_RETURN(const ProductShape ps, product_shape(op, out, x, W.w));
+    const int64_t M = ps.M, N = ps.N, K = ps.K;
     if (M == 0) return {};
-    if (out.data == nullptr) return fail(Errc::invalid_argument, std::string("cuda ") + op + ": out has no data");
     cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(N), int32_t(K), out.dtype == DType::f32};
     if (accumulate) g.mode = cuda::GemvMode::add;
     if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);

@@ -44,52 +44,55 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 // Whether launches on the current device use PDL (defined in launch.cu).
 bool pdl_enabled_on_current_device() noexcept;
 
-// Launches kernel<<<grid, block, smem, stream>>>(args...) with the PDL
-// attribute when pdl_enabled_on_current_device(). Returns the launch error
-// (callers follow with PHOTON_CUDA_TRY or check it like a <<<>>> launch).
+namespace detail {
+// kernel<<<grid, block, smem, stream>>>(args...) through cudaLaunchKernelEx, with the PDL attribute
+// when pdl_enabled_on_current_device() and, when cluster_x > 0, clusters of cluster_x blocks along x.
 template <class... KArgs, class... Args>
-cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                          Args&&... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  if (pdl_enabled_on_current_device()) {
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
-  const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
-  if (err != cudaSuccess) (void)cudaGetLastError();  // returned here: leave no stale error for a later check
-  return err;
-}
-
-// launch_kernel() for a kernel whose blocks form clusters of `cluster_x`
-// blocks along x (sm_90+; grid.x a multiple of cluster_x). Sizes above 8
-// need cudaFuncAttributeNonPortableClusterSizeAllowed set by the caller.
-template <class... KArgs, class... Args>
-cudaError_t launch_kernel_in_clusters(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
-                                      cudaStream_t stream, unsigned cluster_x, Args&&... args) {
+cudaError_t launch_ex(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                      unsigned cluster_x, Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cluster_x;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[1].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled_on_current_device() ? 2 : 1;
+  unsigned n = 0;
+  if (cluster_x > 0) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = cluster_x;
+    attr[n].val.clusterDim.y = 1;
+    attr[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  if (pdl_enabled_on_current_device()) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  cfg.attrs = n > 0 ? attr : nullptr;
+  cfg.numAttrs = n;
   const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
   if (err != cudaSuccess) (void)cudaGetLastError();  // returned here: leave no stale error for a later check
   return err;
+}
+}  // namespace detail
+
+// Launches kernel<<<grid, block, smem, stream>>>(args...) with the PDL
+// attribute when pdl_enabled_on_current_device(). Returns the launch error
+// (callers follow with PHOTON_CUDA_TRY or check it like a <<<>>> launch).
+template <class... KArgs, class... Args>
+cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                          Args&&... args) {
+  return detail::launch_ex(kernel, grid, block, smem, stream, 0, std::forward<Args>(args)...);
+}
+
+// launch_kernel() for a kernel whose blocks form clusters of `cluster_x`
+// blocks along x (sm_90+; grid.x a multiple of cluster_x, cluster_x >= 1).
+// Sizes above 8 need cudaFuncAttributeNonPortableClusterSizeAllowed set by the caller.
+template <class... KArgs, class... Args>
+cudaError_t launch_kernel_in_clusters(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                      cudaStream_t stream, unsigned cluster_x, Args&&... args) {
+  return detail::launch_ex(kernel, grid, block, smem, stream, cluster_x, std::forward<Args>(args)...);
 }
 
 }  // namespace photon::cuda

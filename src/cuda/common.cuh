@@ -63,7 +63,7 @@ __device__ __forceinline__ void load_x8(const float* p, float (&f)[8]) {
   f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
 }
 
-// silu(g) * u, as the silu_mul kernel and the GEMV's silu_mul prologue form it.
+// silu(g) * u, as the silu_mul kernel and the GEMV's SwiGLU mode form it.
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + __expf(-g)) * u; }
 
 // ---- reductions --------------------------------------------------------------

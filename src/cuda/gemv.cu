@@ -16,8 +16,9 @@ constexpr int kUnroll = 8;  // 16-byte weight loads in flight per lane
 // silu: a column's warps stream its gate row, then its up row (2K weights per
 // column), and finish the output in registers.
 // Everything is read after pdl_wait(): starting the weight stream before it
-// (weights are never written by kernels) measured slower through L2 prefetch
-// and no faster through shared-memory copies (docs/performance.md).
+// (weights are never written by kernels) measured slower through register and
+// L2 prefetches, and no faster through shared-memory copies
+// (docs/performance.md rows 16, 18, 21 and 26).
 template <int M, int KS, class Out, GemvMode MODE>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   constexpr int kCols = kWarps / KS;

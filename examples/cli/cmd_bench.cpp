@@ -206,7 +206,8 @@ void run_bench(const BenchArgs& a) {
   {
     nlohmann::json ttft = nlohmann::json::array();
     std::vector<int32_t> prompts = a.ttft_prompts;  // each length once, the prefill figure's included
-    if (std::find(prompts.begin(), prompts.end(), a.prefill_prompt) == prompts.end()) prompts.push_back(a.prefill_prompt);
+    if (std::find(prompts.begin(), prompts.end(), a.prefill_prompt) == prompts.end())
+      prompts.push_back(a.prefill_prompt);
     for (int32_t p : prompts) {
       std::vector<double> times;
       for (int32_t r = 0; r <= a.repeats; ++r) {

@@ -76,15 +76,15 @@ class CpuBackend final : public Backend {
   }
   // The product into scratch, then added: the same sums as matmul followed by an add.
   Result<void> matmul_add(Tensor residual, Tensor x, const Weight& W, Tensor scratch) override {
-    if (residual.data != nullptr && residual.data == scratch.data)
-      return fail(Errc::invalid_argument, "matmul_add: residual and scratch must be different tensors");
+    if (overlaps(residual, x) || overlaps(residual, scratch))
+      return fail(Errc::invalid_argument, "matmul_add: residual overlaps x or scratch");
     PHOTON_TRY(cpu::matmul(*pool_, scratch_, scratch, x, W));
     return cpu::add_into(*pool_, residual, scratch);
   }
   // The product into scratch, then SwiGLU: the same values as matmul followed by silu_mul.
   Result<void> matmul_silu(Tensor out, Tensor x, const Weight& W, Tensor scratch) override {
-    if (out.data != nullptr && out.data == scratch.data)
-      return fail(Errc::invalid_argument, "matmul_silu: out and scratch must be different tensors");
+    if (overlaps(out, x) || overlaps(out, scratch))
+      return fail(Errc::invalid_argument, "matmul_silu: out overlaps x or scratch");
     PHOTON_TRY(cpu::matmul(*pool_, scratch_, scratch, x, W));
     return cpu::silu_mul(*pool_, out, scratch);
   }

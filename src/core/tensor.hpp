@@ -59,6 +59,12 @@ struct Tensor {
   }
 };
 
+// Whether the bytes of a and b overlap (empty tensors overlap nothing).
+inline bool overlaps(const Tensor& a, const Tensor& b) noexcept {
+  const auto pa = reinterpret_cast<uintptr_t>(a.data), pb = reinterpret_cast<uintptr_t>(b.data);
+  return a.nbytes() > 0 && b.nbytes() > 0 && pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+
 // The weight of a linear layer or an embedding table, in the backend's layout.
 // w: [N, K] (out features, in features), f32 / bf16 / f16, or i8 with
 // group-wise scales: scales [N, ceil(K / group_size)] f32, one per group of

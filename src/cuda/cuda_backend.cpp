@@ -61,12 +61,6 @@ Status expect_norm_weight(const char* op, const char* name, const Tensor& w, int
   return {};
 }
 bf16_t* bf(const Tensor& t) { return static_cast<bf16_t*>(t.data); }
-// Whether the bytes of a and b overlap.
-bool overlaps(const Tensor& a, const Tensor& b) {
-  const auto pa = reinterpret_cast<uintptr_t>(a.data), pb = reinterpret_cast<uintptr_t>(b.data);
-  return pa < pb + b.nbytes() && pb < pa + a.nbytes();
-}
-
 // Decode attention merges its splits inside a cluster (8 at most) when contexts can reach at most
 // this many keys: at 4000 keys, 8 cluster splits measured 4.5% slower per step than 16 global ones.
 constexpr int64_t kClusterMergeMaxKeys = 2048;
@@ -232,16 +226,13 @@ class CudaBackend final : public Backend {
   Result<void> matmul_silu(Tensor out, Tensor x, const Weight& W, Tensor scratch) override {
     const char* op = "matmul_silu";
     PHOTON_TRY(expect(op, "out", out, DType::bf16));
-    PHOTON_TRY(expect(op, "x", x, DType::bf16));
     if (W.w.rank != 2 || W.w.dim(0) % 2 != 0)
       return mismatch(op, "W must be [2I, K] (gate rows, then up rows), got " + shape_string(W.w));
-    const int64_t I = W.w.dim(0) / 2, K = W.w.dim(1);
-    if (K <= 0 || x.numel() % K != 0) return mismatch(op, "x " + shape_string(x) + " is not rows of K = " + std::to_string(K));
-    const int64_t M = x.numel() / K;
+    // scratch is the [M, 2I] product's place: the shapes of the unfused product.
+    PHOTON_ASSIGN_OR_RETURN(const ProductShape ps, product_shape(op, scratch, x, W.w));
+    const int64_t M = ps.M, I = ps.N / 2, K = ps.K;
     if (out.numel() != M * I)
       return mismatch(op, "out " + shape_string(out) + " must be [M = " + std::to_string(M) + ", I = " + std::to_string(I) + "]");
-    if (scratch.numel() != M * 2 * I)
-      return mismatch(op, "scratch " + shape_string(scratch) + " must hold the [M, 2I] product");
     if (out.numel() > 0 && (overlaps(out, x) || overlaps(out, scratch)))
       return fail(Errc::invalid_argument, "cuda matmul_silu: out overlaps x or scratch");
     if (M == 0) return {};
@@ -327,8 +318,8 @@ class CudaBackend final : public Backend {
       // Clusters hold at most 8 splits; past 2048 keys (the longest context the staged block-table
       // width allows; graphs are keyed by it) 16 splits merged through the workspace measured faster.
       // A cluster's blocks share one GPC, so clusters are used only while their grid fits in one
-      // block per SM: 4 sequences in clusters of 8 (256 blocks) measured 1.188 ms/step against
-      // session 2's 1.125 without clusters, taken as a second wave (not yet measured separately).
+      // block per SM: 4 sequences in clusters of 8 (256 blocks) measured 1.188 ms/step, and
+      // 1.097-1.108 with this rule (docs/performance.md, "Session 4 runs").
       a.cluster_merge = options_.decode_attention_clusters && compute_major_ >= 9 &&
                         int64_t(plan.max_blocks_per_seq) * cs.bs <= kClusterMergeMaxKeys &&
                         cuda::decode_attention_cluster_blocks(a.num_seqs, a.num_q_heads, a.num_kv_heads, num_sms_) <=

@@ -61,6 +61,10 @@ TEST_CASE("cpu matmul_add reports shape errors and overlapping scratch", "[core]
   auto t = cpu->matmul_add(view_of(res, {1, 8}), view_of(x, {1, 16}), W, view_of(res, {1, 8}));
   REQUIRE_FALSE(t.has_value());
   CHECK(t.error().code == Errc::invalid_argument);
+  // matmul_add: nor may the residual overlap x.
+  auto u = cpu->matmul_add(view_of(x, {1, 8}), view_of(x, {1, 16}), W, view_of(scratch, {1, 8}));
+  REQUIRE_FALSE(u.has_value());
+  CHECK(u.error().code == Errc::invalid_argument);
 }
 
 TEST_CASE("cpu matmul_silu equals matmul then silu_mul exactly", "[core]") {

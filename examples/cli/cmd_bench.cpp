@@ -48,6 +48,7 @@ struct BenchArgs {
   bool engine = false;        // also run the batched shapes through the engine
   bool mma_decode_matmul = false;
   bool decode_attention_clusters = true;
+  bool persistent_decode = false;
   bool int8 = false;          // quantize the linear layers at load (ModelLoadOptions::int8_weights)
   int32_t int8_group = 128;   // with int8: input features per scale
 };
@@ -102,7 +103,8 @@ Setup open_model(const BenchArgs& a) {
 #if defined(PHOTON_HAVE_CUDA)
     s.backend = unwrap(make_cuda_backend(CudaBackendOptions{.cuda_graphs = a.cuda_graphs,
                                                             .mma_decode_matmul = a.mma_decode_matmul,
-                                                            .decode_attention_clusters = a.decode_attention_clusters}));
+                                                            .decode_attention_clusters = a.decode_attention_clusters,
+                                                            .persistent_decode = a.persistent_decode}));
     s.device = cuda_device_name(*s.backend);
     s.copy_bandwidth = unwrap(cuda_copy_bandwidth(*s.backend, size_t(2) << 30, 20));
 #else
@@ -170,6 +172,7 @@ void run_bench(const BenchArgs& a) {
   out["cuda_graphs"] = a.cuda_graphs;
   out["mma_decode_matmul"] = a.mma_decode_matmul;
   out["decode_attention_clusters"] = a.decode_attention_clusters;
+  out["persistent_decode"] = a.persistent_decode;
   out["copy_bandwidth_GBps"] = s.copy_bandwidth / 1e9;
 
   // Warm-up: one pass of every step shape used below (graph capture, cuBLASLt heuristics).
@@ -326,6 +329,9 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
   app.add_option("--decode-attention-clusters", a->decode_attention_clusters,
                  "sm_90+: merge decode attention's context splits inside a thread-block cluster (true|false)")
       ->default_val(true);
+  app.add_option("--persistent-decode", a->persistent_decode,
+                 "sm_90+: single-sequence decode steps run every layer in one persistent kernel (true|false)")
+      ->default_val(false);
   app.add_flag("--json", a->json, "Print one JSON object");
   app.add_flag("--int8", a->int8, "Quantize the linear layers to group-wise int8 at load");
   app.add_option("--int8-group", a->int8_group, "With --int8: input features per scale")->default_val(128);

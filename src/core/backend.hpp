@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <span>
 #include <string_view>
 
 #include "core/batch_plan.hpp"
@@ -76,6 +77,39 @@ struct MemoryStats {
 struct KvLayer {
   Tensor k;
   Tensor v;
+};
+
+// One pre-norm decoder layer (Llama / Qwen3) in a backend's layout. Linear
+// weights are [N, K] in the backend's dtype, or i8 [N, K] with scales
+// [N, ceil(K / group)] when loaded with int8 weights.
+struct DecoderLayerWeights {
+  Weight qkv;                  // [(nq + 2 nkv) * hd, H]: q_proj rows, then k_proj, then v_proj
+  Weight o;                    // [H, nq * hd]
+  Weight gate_up;              // [2 I, H]: gate_proj rows, then up_proj
+  Weight down;                 // [H, I]
+  Tensor input_norm;           // [H]
+  Tensor post_attention_norm;  // [H]
+  Tensor q_norm;               // [hd] (Qwen3), empty otherwise
+  Tensor k_norm;               // [hd] (Qwen3), empty otherwise
+};
+
+// Activation scratch of decoder_layers over T tokens (activation dtype; the
+// caller owns it). A backend that runs the layers as one kernel may leave
+// any of it unwritten.
+struct DecoderScratch {
+  Tensor h;        // [T, H]: the normed input of the next matmul
+  Tensor tmp;      // [T, H]: matmul_add's scratch
+  Tensor qkv;      // [T, (nq + 2 nkv) * hd]
+  Tensor q;        // [T, nq, hd]: q after q-norm and RoPE
+  Tensor attn;     // [T, nq, hd]
+  Tensor gate_up;  // [T, 2 I]: matmul_silu's scratch
+  Tensor mlp;      // [T, I]
+};
+
+struct DecoderLayersParams {
+  Tensor inv_freq;         // [hd / 2] f32: RoPE inverse frequencies
+  float eps = 1e-6f;       // RMSNorm epsilon (hidden norms and q/k norms)
+  float attn_scale = 1.f;  // softmax scale (head_dim^-0.5)
 };
 
 class Backend {
@@ -164,6 +198,18 @@ class Backend {
   // the backend forms it (CPU) or may be left untouched (CUDA); out must not
   // overlap x or scratch.
   virtual Result<void> matmul_silu(Tensor out, Tensor x, const Weight& W, Tensor scratch) = 0;
+
+  // The decoder layers of one step over the residual stream x[T, H] (in and
+  // out), layers[l] reading and writing caches[l]. Per layer:
+  //   h = rmsnorm(x, input_norm); qkv = h @ Wqkv^T; rope_qkv (K/V into the cache);
+  //   attn = attention(q); x += attn @ Wo^T;
+  //   h = rmsnorm(x, post_attention_norm); mlp = matmul_silu(h, Wgate_up); x += mlp @ Wdown^T.
+  // The default issues exactly those ops (src/core/backend.cpp), so it is every backend's
+  // twin; a backend may override it for steps it can run faster as a whole (CUDA: one
+  // persistent kernel for single-sequence decode steps), with the same bf16 rounding points.
+  virtual Result<void> decoder_layers(Tensor x, std::span<const DecoderLayerWeights> layers,
+                                      std::span<const KvLayer> caches, const DecoderScratch& scratch,
+                                      const StepPlanView& plan, const DecoderLayersParams& params);
 
   // ---- sampling -----------------------------------------------------------
   // Samples one token per row of logits[R, V] (f32; may be overwritten as

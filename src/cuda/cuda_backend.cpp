@@ -17,6 +17,7 @@
 #include "core/try.hpp"
 #include "cuda/cuda_status.hpp"
 #include "cuda/decode_attention.cuh"
+#include "cuda/decode_layers.cuh"
 #include "cuda/device_allocator.hpp"
 #include "cuda/embedding.cuh"
 #include "cuda/gather_rows.cuh"
@@ -98,6 +99,8 @@ class CudaBackend final : public Backend {
     int8_workspace_ = Buffer();
     attention_workspace_ = Buffer();
     attention_arrivals_ = Buffer();
+    persistent_partials_ = Buffer();
+    persistent_sync_ = Buffer();
     cudaStreamDestroy(stream_);
   }
 
@@ -242,6 +245,19 @@ class CudaBackend final : public Backend {
     }
     PHOTON_TRY(product(op, scratch, x, W, false));
     return silu_mul(out, scratch.view({M, 2 * I}));
+  }
+
+  // Single-sequence decode steps: every layer in the persistent kernel (decode_layers.cuh) when the
+  // weights and shapes are ones it serves; anything else (and any inconsistent input, which the ops
+  // then report) runs the per-op sequence of the Backend default.
+  Result<void> decoder_layers(Tensor x, std::span<const DecoderLayerWeights> layers, std::span<const KvLayer> caches,
+                              const DecoderScratch& s, const StepPlanView& plan,
+                              const DecoderLayersParams& p) override {
+    if (!options_.persistent_decode || plan.num_tokens != 1 || plan.num_seqs != 1)
+      return Backend::decoder_layers(x, layers, caches, s, plan, p);
+    PHOTON_ASSIGN_OR_RETURN(const bool launched, persistent_decode(x, layers, caches, s, plan, p));
+    if (launched) return {};
+    return Backend::decoder_layers(x, layers, caches, s, plan, p);
   }
 
   Result<void> rope_qkv(Tensor q_out, Tensor qkv, const StepPlanView& plan, Tensor inv_freq, Tensor q_norm,
@@ -436,6 +452,7 @@ class CudaBackend final : public Backend {
     return 2.0 * double(bytes) / (double(median_ms) * 1e-3);
   }
   const std::string& device_name() const noexcept { return device_name_; }
+  int64_t persistent_launches() const noexcept { return persistent_launches_; }
 
  protected:
   void release(void* ptr) noexcept override { alloc_.release(ptr); }
@@ -473,6 +490,76 @@ class CudaBackend final : public Backend {
     if (M > 0 && out.data == nullptr) return fail(Errc::invalid_argument, std::string("cuda ") + op + ": out has no data");
     return ProductShape{M, N, K};
   }
+  // Launches decode_layers for a one-token step when every tensor has the shape and dtype it serves;
+  // false (nothing launched) otherwise.
+  Result<bool> persistent_decode(Tensor x, std::span<const DecoderLayerWeights> layers,
+                                 std::span<const KvLayer> caches, const DecoderScratch& s, const StepPlanView& plan,
+                                 const DecoderLayersParams& p) {
+    if (layers.empty() || layers.size() != caches.size() || layers.size() > size_t(cuda::kDecodeLayersMaxLayers) ||
+        x.dtype != DType::bf16 || x.rank != 2 || s.q.rank != 3 || s.qkv.dtype != DType::bf16 ||
+        s.mlp.dtype != DType::bf16 || p.inv_freq.dtype != DType::f32 || !staging_.is_current(plan))
+      return false;
+    const int64_t H = x.dim(1), nq = s.q.dim(1), hd = s.q.dim(2);
+    const auto bf16_vec = [](const Tensor& t, int64_t n) { return t.dtype == DType::bf16 && t.numel() == n && t.data; };
+    const auto bf16_mat = [](const Weight& w, int64_t n, int64_t k) {
+      return w.w.dtype == DType::bf16 && w.w.rank == 2 && w.w.dim(0) == n && w.w.dim(1) == k && w.w.data != nullptr;
+    };
+    const Result<CacheShape> cs0 = cache_shape("decoder_layers", caches[0]);
+    if (!cs0.has_value()) return false;
+    const int64_t nkv = cs0->nkv, I = layers[0].down.w.rank == 2 ? layers[0].down.w.dim(1) : 0;
+    if (cs0->hd != hd || p.inv_freq.numel() != hd / 2 || x.dim(0) != 1 || s.qkv.numel() != (nq + 2 * nkv) * hd ||
+        s.mlp.numel() != I || !cuda::decode_layers_applies(compute_major_, num_sms_, int32_t(H), int32_t(I),
+                                                           int32_t(nq), int32_t(nkv), int32_t(hd)))
+      return false;
+    if (!staging_.check_cache(int32_t(cs0->bs), cs0->num_blocks).has_value()) return false;
+    cuda::DecodeLayersArgs a;
+    for (size_t l = 0; l < layers.size(); ++l) {
+      const DecoderLayerWeights& L = layers[l];
+      const Result<CacheShape> cs = cache_shape("decoder_layers", caches[l]);
+      if (!cs.has_value() || cs->num_blocks != cs0->num_blocks || cs->bs != cs0->bs || cs->nkv != nkv || cs->hd != hd) return false;
+      if (!bf16_mat(L.qkv, (nq + 2 * nkv) * hd, H) || !bf16_mat(L.o, H, nq * hd) || !bf16_mat(L.gate_up, 2 * I, H) ||
+          !bf16_mat(L.down, H, I) || !bf16_vec(L.input_norm, H) || !bf16_vec(L.post_attention_norm, H) ||
+          !(L.q_norm.empty() || bf16_vec(L.q_norm, hd)) || !(L.k_norm.empty() || bf16_vec(L.k_norm, hd)))
+        return false;
+      a.layers[l] = {bf(L.qkv.w), bf(L.o.w), bf(L.gate_up.w), bf(L.down.w), bf(L.input_norm),
+                     bf(L.post_attention_norm), L.q_norm.empty() ? nullptr : bf(L.q_norm),
+                     L.k_norm.empty() ? nullptr : bf(L.k_norm), bf(caches[l].k), bf(caches[l].v)};
+    }
+    const size_t partial_bytes = size_t(cuda::decode_layers_partial_floats(int32_t(nq), int32_t(hd))) * sizeof(float);
+    if (persistent_partials_.size() < partial_bytes) {
+      persistent_partials_ = Buffer();
+      PHOTON_ASSIGN_OR_RETURN(persistent_partials_, allocate(partial_bytes));
+    }
+    if (persistent_sync_.size() == 0) {  // zero once: every launch leaves the counters at zero
+      PHOTON_ASSIGN_OR_RETURN(persistent_sync_, allocate(2 * sizeof(unsigned)));
+      PHOTON_CUDA_TRY(cudaMemsetAsync(persistent_sync_.data(), 0, persistent_sync_.size(), stream_));
+    }
+    a.num_layers = int32_t(layers.size());
+    a.x = bf(x);
+    a.qkv = bf(s.qkv);
+    a.mlp = bf(s.mlp);
+    a.partials = static_cast<float*>(persistent_partials_.data());
+    a.sync = static_cast<unsigned*>(persistent_sync_.data());
+    a.positions = plan.positions;
+    a.context_lens = plan.context_lens;
+    a.block_tables = plan.block_tables;
+    a.slot_mapping = plan.slot_mapping;
+    a.inv_freq = p.inv_freq.as<const float>();
+    a.hidden = int32_t(H);
+    a.intermediate = int32_t(I);
+    a.num_q_heads = int32_t(nq);
+    a.num_kv_heads = int32_t(nkv);
+    a.head_dim = int32_t(hd);
+    a.block_size = int32_t(cs0->bs);
+    a.max_blocks_per_seq = plan.max_blocks_per_seq;
+    a.num_slots = cs0->num_blocks * cs0->bs;
+    a.eps = p.eps;
+    a.scale = p.attn_scale;
+    PHOTON_TRY(cuda::launch_decode_layers(a, num_sms_, stream_));
+    ++persistent_launches_;
+    return true;
+  }
+
   // Ops that read the plan's arrays accept only the last staged plan.
   Status current(const char* op, const StepPlanView& plan) const {
     if (!staging_.is_current(plan))
@@ -559,6 +646,9 @@ class CudaBackend final : public Backend {
   Buffer int8_workspace_;  // bf16 copy of one int8 weight for large-M products (matmul_int8)
   Buffer attention_workspace_;  // decode split partials
   Buffer attention_arrivals_;   // decode split arrival counters (zero between launches)
+  Buffer persistent_partials_;  // decode_layers' attention partials
+  Buffer persistent_sync_;      // decode_layers' grid barrier counters (zero between launches)
+  int64_t persistent_launches_ = 0;
   std::unique_ptr<cuda::Sampler> sampler_;
   int64_t embed_rows_ = 0;
   std::map<GraphKey, StepGraph> graphs_;
@@ -643,6 +733,11 @@ Result<double> cuda_copy_bandwidth(Backend& backend, size_t bytes, int32_t itera
   auto* cuda = dynamic_cast<CudaBackend*>(&backend);
   if (cuda == nullptr) return fail(Errc::invalid_argument, "cuda_copy_bandwidth: not a CUDA backend");
   return cuda->copy_bandwidth(bytes, iterations);
+}
+
+int64_t cuda_persistent_decode_launches(const Backend& backend) {
+  const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
+  return cuda != nullptr ? cuda->persistent_launches() : 0;
 }
 
 std::string cuda_device_name(const Backend& backend) {

@@ -23,6 +23,12 @@ struct CudaBackendOptions {
   // Decode attention on sm_90+: the context splits of a sequence merge inside a thread-block
   // cluster (distributed shared memory) rather than through a global workspace.
   bool decode_attention_clusters = true;
+  // Single-sequence decode steps (one token) run every decoder layer in one persistent kernel
+  // (sm_90+, bf16 weights, hd 64 or 128; docs/persistent-decode.md); other steps, and shapes it
+  // does not serve, run the per-op kernels. Off by default: measured slower than the per-op
+  // kernels on the H200 (its grid barriers cost about what a kernel boundary does; see
+  // docs/persistent-decode.md, "Measured").
+  bool persistent_decode = false;
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,
@@ -36,6 +42,10 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
 // compares against): the median of `iterations` timed copies of `bytes`.
 // invalid_argument when `backend` is not a CUDA backend.
 Result<double> cuda_copy_bandwidth(Backend& backend, size_t bytes, int32_t iterations);
+
+// How many times a CUDA backend launched the persistent decode kernel (decode_layers) since it was
+// made: eager steps and graph captures, not graph replays; 0 for a non-CUDA backend.
+int64_t cuda_persistent_decode_launches(const Backend& backend);
 
 // The GPU's name as the driver reports it ("NVIDIA H200"); empty for a non-CUDA backend.
 std::string cuda_device_name(const Backend& backend);

@@ -112,22 +112,11 @@ class DecoderModel final : public Model {
     // HF: scaling = head_dim ** -0.5
     const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
 
-    // x: the residual stream; each block's output projection adds into it
-    // (matmul_add, tmp its scratch); h: the normed input of the next matmul;
-    // the MLP's SwiGLU is applied with its gate/up product (matmul_silu,
-    // gate_up its scratch).
+    // x: the residual stream; the layers (Backend::decoder_layers) add each block's output
+    // projection into it; h: the normed input of the LM head.
     PHOTON_TRY(backend_.embed(x, w_.embed, plan));
-    for (size_t l = 0; l < w_.layers.size(); ++l) {
-      const DecoderLayerWeights& L = w_.layers[l];
-      PHOTON_TRY(backend_.rmsnorm(h, x, L.input_norm, eps));
-      PHOTON_TRY(backend_.matmul(qkv, h, L.qkv));
-      PHOTON_TRY(backend_.rope_qkv(q, qkv, plan, w_.inv_freq, L.q_norm, L.k_norm, eps, kv_layers_[l]));
-      PHOTON_TRY(backend_.attention(attn, q, kv_layers_[l], plan, scale));
-      PHOTON_TRY(backend_.matmul_add(x, attn.view({T, c.q_dim()}), L.o, tmp));
-      PHOTON_TRY(backend_.rmsnorm(h, x, L.post_attention_norm, eps));
-      PHOTON_TRY(backend_.matmul_silu(mlp, h, L.gate_up, gate_up));
-      PHOTON_TRY(backend_.matmul_add(x, mlp, L.down, tmp));
-    }
+    const DecoderScratch scratch{h, tmp, qkv, q, attn, gate_up, mlp};
+    PHOTON_TRY(backend_.decoder_layers(x, w_.layers, kv_layers_, scratch, plan, {w_.inv_freq, eps, scale}));
     PHOTON_TRY(backend_.rmsnorm(h, x, w_.final_norm, eps));
     const Tensor logits = ws_.logits.tensor(DType::f32, {R, c.vocab_size});
     if (R == 0) return logits;

@@ -21,19 +21,7 @@
 
 namespace photon {
 
-// Linear weights are [N, K] in the backend's dtype, or i8 [N, K] with
-// scales [N, ceil(K / group)] when loaded with int8 weights.
-struct DecoderLayerWeights {
-  Weight qkv;                // [(nq + 2 nkv) * hd, H]: q_proj rows, then k_proj, then v_proj
-  Weight o;                  // [H, nq * hd]
-  Weight gate_up;            // [2 I, H]: gate_proj rows, then up_proj
-  Weight down;               // [H, I]
-  Tensor input_norm;         // [H]
-  Tensor post_attention_norm;  // [H]
-  Tensor q_norm;             // [hd] (Qwen3), empty otherwise
-  Tensor k_norm;             // [hd] (Qwen3), empty otherwise
-};
-
+// DecoderLayerWeights (one layer) is declared in core/backend.hpp.
 struct DecoderWeights {
   Weight embed;       // [V, H]
   Weight lm_head;     // [V, H]; views the embedding's memory when tied

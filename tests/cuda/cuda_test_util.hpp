@@ -127,6 +127,18 @@ inline double rel_error(const std::vector<float>& out, const std::vector<float>&
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// RoPE inverse frequencies [hd / 2] of base theta (no scaling).
+inline std::vector<float> inv_freq_of(int64_t hd, double theta) {
+  std::vector<float> f(size_t(hd / 2));
+  for (int64_t i = 0; i < hd / 2; ++i) f[size_t(i)] = float(std::pow(theta, -2.0 * double(i) / double(hd)));
+  return f;
+}
+
+// Attention geometry: head dim, KV heads, query heads per KV head.
+struct Geometry {
+  int64_t hd, nkv, group;
+};
+
 // One sequence of a ragged batch: `ctx` tokens in the cache after the step, the last `q_len` new.
 struct SeqSpec {
   int32_t ctx;

@@ -115,8 +115,8 @@ class Driver {
   Tensor last_;
 };
 
-void check_golden_model(const std::string& dir, int32_t chunk) {
-  auto gpu = cuda_backend();
+void check_golden_model(const std::string& dir, int32_t chunk, CudaBackendOptions options = {}) {
+  auto gpu = cuda_backend(options);
   auto cpu = cpu_reference();
   auto gm = Model::load(dir, *gpu);
   REQUIRE(gm.has_value());
@@ -185,6 +185,7 @@ void check_golden_model(const std::string& dir, int32_t chunk) {
     }
     CHECK(rel_error(chunked, gl) < kAttentionTol);
   }
+  if (options.persistent_decode) CHECK(cuda_persistent_decode_launches(*gpu) > 0);  // the decode steps used it
 }
 
 }  // namespace
@@ -202,6 +203,14 @@ TEST_CASE("cuda GPU goldens: head dims 64 and 128, a 1500-token prompt", "[cuda]
   if (fixtures.empty()) FAIL("set PHOTON_GPU_FIXTURES to a copy of ../shared/data/golden (llama3-small-hd64, qwen3-small-hd128)");
   check_golden_model(fixtures + "/llama3-small-hd64", 256);
   check_golden_model(fixtures + "/qwen3-small-hd128", 256);
+}
+
+TEST_CASE("cuda GPU goldens with single-sequence decode steps in the persistent kernel", "[cuda][decode_layers]") {
+  const std::string fixtures = gpu_fixtures_dir();
+  if (fixtures.empty()) FAIL("set PHOTON_GPU_FIXTURES to a copy of ../shared/data/golden (llama3-small-hd64, qwen3-small-hd128)");
+  const CudaBackendOptions persistent{.persistent_decode = true};
+  check_golden_model(fixtures + "/llama3-small-hd64", 256, persistent);
+  check_golden_model(fixtures + "/qwen3-small-hd128", 256, persistent);
 }
 
 TEST_CASE("cuda graph replay gives the logits of eager decode steps", "[cuda]") {

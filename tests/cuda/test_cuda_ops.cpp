@@ -192,20 +192,6 @@ TEST_CASE("cuda matmul for decode batches (tensor-core weight streaming) matches
   }
 }
 
-namespace {
-
-std::vector<float> inv_freq_of(int64_t hd, double theta) {
-  std::vector<float> f(size_t(hd / 2));
-  for (int64_t i = 0; i < hd / 2; ++i) f[size_t(i)] = float(std::pow(theta, -2.0 * double(i) / double(hd)));
-  return f;
-}
-
-struct Geometry {
-  int64_t hd, nkv, group;
-};
-
-}  // namespace
-
 TEST_CASE("cuda rope_qkv matches the CPU and writes exactly the planned cache slots", "[cuda]") {
   auto gpu = cuda_backend();
   auto cpu = cpu_reference();

@@ -1,0 +1,34 @@
+// Backend's default decoder_layers: the per-layer op sequence every backend
+// implements, so it is also the twin of any backend's fused override.
+#include "core/backend.hpp"
+
+#include <string>
+
+#include "core/try.hpp"
+
+namespace photon {
+
+Result<void> Backend::decoder_layers(Tensor x, std::span<const DecoderLayerWeights> layers,
+                                     std::span<const KvLayer> caches, const DecoderScratch& s,
+                                     const StepPlanView& plan, const DecoderLayersParams& p) {
+  if (layers.size() != caches.size())
+    return fail(Errc::invalid_argument, "decoder_layers: " + std::to_string(layers.size()) + " layers but " +
+                                            std::to_string(caches.size()) + " KV cache layers");
+  if (x.rank != 2 || s.q.rank != 3)
+    return fail(Errc::shape_mismatch, "decoder_layers: x must be [T, H] and scratch.q [T, nq, hd]");
+  const int64_t T = x.dim(0), q_dim = s.q.dim(1) * s.q.dim(2);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const DecoderLayerWeights& L = layers[l];
+    PHOTON_TRY(rmsnorm(s.h, x, L.input_norm, p.eps));
+    PHOTON_TRY(matmul(s.qkv, s.h, L.qkv));
+    PHOTON_TRY(rope_qkv(s.q, s.qkv, plan, p.inv_freq, L.q_norm, L.k_norm, p.eps, caches[l]));
+    PHOTON_TRY(attention(s.attn, s.q, caches[l], plan, p.attn_scale));
+    PHOTON_TRY(matmul_add(x, s.attn.view({T, q_dim}), L.o, s.tmp));
+    PHOTON_TRY(rmsnorm(s.h, x, L.post_attention_norm, p.eps));
+    PHOTON_TRY(matmul_silu(s.mlp, s.h, L.gate_up, s.gate_up));
+    PHOTON_TRY(matmul_add(x, s.mlp, L.down, s.tmp));
+  }
+  return {};
+}
+
+}  // namespace photon

@@ -62,10 +62,11 @@ Result<int32_t> LockstepDriver::prefill(int32_t max_batch_tokens) {
       Seq& q = seqs_[s];
       const int32_t left = int32_t(q.tokens.size()) - q.cached;
       const int32_t n = std::min(left, budget);
-      table_.resize(size_t(blocks_per_seq_));
-      for (int32_t b = 0; b < blocks_per_seq_; ++b) table_[size_t(b)] = q.first_block + b;
+      const int32_t need = blocks_for(q.cached + n);
+      table_.resize(size_t(need));
+      for (int32_t b = 0; b < need; ++b) table_[size_t(b)] = q.first_block + b;
       const bool done = n == left;
-      plan.add_sequence(q.tokens.data() + q.cached, n, q.cached, table_.data(), blocks_per_seq_, block_size_, done);
+      plan.add_sequence(q.tokens.data() + q.cached, n, q.cached, table_.data(), need, block_size_, done);
       if (done) rows.push_back(int32_t(s));
       q.cached += n;
       budget -= n;
@@ -81,13 +82,14 @@ Result<int32_t> LockstepDriver::prefill(int32_t max_batch_tokens) {
 Result<void> LockstepDriver::decode_step() {
   BatchPlan plan;
   std::vector<int32_t> rows(seqs_.size());
-  table_.resize(size_t(blocks_per_seq_));
   for (size_t s = 0; s < seqs_.size(); ++s) {
     Seq& q = seqs_[s];
     if (q.cached + 1 > blocks_per_seq_ * block_size_)
       return fail(Errc::capacity_exceeded, "bench: a sequence outgrew its KV blocks");
-    for (int32_t b = 0; b < blocks_per_seq_; ++b) table_[size_t(b)] = q.first_block + b;
-    plan.add_sequence(q.tokens.data() + q.cached, 1, q.cached, table_.data(), blocks_per_seq_, block_size_, true);
+    const int32_t need = blocks_for(q.cached + 1);
+    table_.resize(size_t(need));
+    for (int32_t b = 0; b < need; ++b) table_[size_t(b)] = q.first_block + b;
+    plan.add_sequence(q.tokens.data() + q.cached, 1, q.cached, table_.data(), need, block_size_, true);
     q.cached += 1;
     rows[s] = int32_t(s);
   }

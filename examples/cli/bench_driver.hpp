@@ -3,7 +3,9 @@
 // token budget, several sequences per step) and then decode together, one
 // token each per step, every step ending with the backend's sampler (the
 // only device-to-host transfer). Steps go through Backend::run_step, so
-// decode steps replay CUDA graphs as they do in the engine.
+// decode steps replay CUDA graphs as they do in the engine. Like the engine's
+// plans, a step's block tables hold the blocks its contexts occupy (graphs are
+// keyed by that width), not the whole reservation.
 // Thread-compatibility: one thread at a time.
 #pragma once
 
@@ -43,6 +45,8 @@ class LockstepDriver {
     int32_t first_block = 0;      // its blocks are first_block .. first_block + blocks_per_seq - 1
     uint64_t sampled = 0;         // tokens sampled so far (the Philox step)
   };
+  // Blocks that `tokens` cached tokens occupy.
+  int32_t blocks_for(int32_t tokens) const noexcept { return (tokens + block_size_ - 1) / block_size_; }
   // Runs `plan` and samples one token for each of `rows` (sequence indices, in logits-row order).
   Result<void> run(const BatchPlan& plan, const std::vector<int32_t>& rows);
 

@@ -382,6 +382,29 @@ TEST_CASE("cuda paged decode attention: ragged batches of 1 to 64 sequences", "[
     }
 }
 
+// Batches of 3 to 33 sequences with contexts of at most 512 keys (the engine's usual decode
+// batches), GQA up to 16 (several head slices per KV head), one padding row each.
+TEST_CASE("cuda paged decode attention: short-context batches", "[cuda][attention]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(43);
+  const int32_t edges[] = {1, 2, 31, 32, 33, 127, 128, 129, 256, 512};
+  std::uniform_int_distribution<int32_t> any_ctx(1, 512), pick(0, 19);
+  for (Geometry g : {Geometry{64, 8, 4}, Geometry{128, 8, 4}, Geometry{64, 4, 8}, Geometry{128, 8, 1},
+                     Geometry{64, 2, 16}})
+    for (int32_t S : {3, 4, 16, 33}) {
+      std::vector<SeqSpec> seqs;
+      for (int32_t i = 0; i < S; ++i) {
+        const int32_t k = pick(rng);
+        seqs.push_back({k < 10 ? edges[k] : any_ctx(rng), 1});
+      }
+      CAPTURE(g.hd, g.nkv, g.group, S);
+      check_attention(*gpu, *cpu, seqs, g, 16, blocks_for(seqs, 16), rng, {S - 1});  // and one padding row
+    }
+  // a block size that is not a power of two
+  check_attention(*gpu, *cpu, {{500, 1}, {37, 1}, {1, 1}, {250, 1}}, Geometry{64, 8, 4}, 5, 160, rng);
+}
+
 TEST_CASE("cuda paged decode attention: context 0 gives a zero row beside live sequences", "[cuda][attention]") {
   // Splits merged inside a thread-block cluster (the sm_90 default) and through the global workspace.
   const bool clusters = GENERATE(true, false);

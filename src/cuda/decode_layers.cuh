@@ -17,6 +17,9 @@
 // with a grid barrier after each phase. The weights of the next phases are
 // therefore in flight while the CTAs wait at a barrier or run attention,
 // which separate kernels cannot do (docs/performance.md rows 18, 21, 26).
+// Measured slower than the per-op kernels on the H200 (row 30: its barriers
+// cost what kernel boundaries do under a saturated DRAM), so the backend runs
+// it only when CudaBackendOptions::persistent_decode is set.
 // Rounding points are the per-op kernels': q (after RoPE), K, V, attn, the
 // residual after each add, qkv, gate and up, mlp are bf16; all sums fp32.
 //

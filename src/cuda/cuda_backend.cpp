@@ -551,7 +551,6 @@ class CudaBackend final : public Backend {
     a.num_kv_heads = int32_t(nkv);
     a.head_dim = int32_t(hd);
     a.block_size = int32_t(cs0->bs);
-    a.max_blocks_per_seq = plan.max_blocks_per_seq;
     a.num_slots = cs0->num_blocks * cs0->bs;
     a.eps = p.eps;
     a.scale = p.attn_scale;

@@ -527,7 +527,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_layers_kernel(const __grid
   }
 
   pdl_wait();
-  const int H = a.hidden, I = a.intermediate, hd = HD;
+  const int H = a.hidden, I = a.intermediate;
   const int r0 = int(int64_t(H) * blockIdx.x / gridDim.x), r1 = int(int64_t(H) * (blockIdx.x + 1) / gridDim.x);
   for (int i = threadIdx.x; i < r1 - r0; i += kConsumers) xs[i] = a.x[r0 + i];  // this CTA's x rows (o, down)
   const int ctx = a.context_lens[0];
@@ -595,7 +595,6 @@ __global__ void __launch_bounds__(kThreads, 1) decode_layers_kernel(const __grid
     if (!last) grid_sync(a.sync, target);
     stamp(14);
   }
-  (void)hd;
 
   // Leave the counters at zero for the next launch: the last CTA to finish (every CTA is past its
   // last barrier by then) resets them.
@@ -616,7 +615,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_layers_kernel(const __grid
 int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
 // The shared-memory plan, or stages == 0 when the shapes do not fit.
-SmemPlan plan_smem(int H, int I, int nq, int nkv, int hd, int grid, int smem_max) {
+SmemPlan plan_smem(int H, int I, int nq, int hd, int grid, int smem_max) {
   SmemPlan p;
   const int q_dim = nq * hd;
   const int act_bytes = 2 * max(max(H, I), q_dim);
@@ -630,7 +629,6 @@ SmemPlan plan_smem(int H, int I, int nq, int nkv, int hd, int grid, int smem_max
   const int stages = (smem_max - p.stage_off) / p.stage_bytes;
   p.stages = stages < kMinStages ? 0 : min(stages, kMaxStages);
   p.total = p.stage_off + p.stages * p.stage_bytes;
-  (void)nkv;
   return p;
 }
 
@@ -651,7 +649,7 @@ bool decode_layers_applies(int32_t major, int32_t num_sms, int32_t hidden, int32
       num_q_heads % num_kv_heads != 0 || num_q_heads / num_kv_heads > 8 || hidden <= 0 || hidden % 8 != 0 ||
       intermediate <= 0 || intermediate % 8 != 0 || hidden > (1 << 16) || intermediate > (1 << 17))
     return false;
-  return plan_smem(hidden, intermediate, num_q_heads, num_kv_heads, head_dim, num_sms, smem_optin_bytes()).stages > 0;
+  return plan_smem(hidden, intermediate, num_q_heads, head_dim, num_sms, smem_optin_bytes()).stages > 0;
 }
 
 int64_t decode_layers_partial_floats(int32_t num_q_heads, int32_t head_dim) {
@@ -662,11 +660,14 @@ Status launch_decode_layers(const DecodeLayersArgs& a, int32_t num_sms, cudaStre
   if (a.num_layers < 1 || a.num_layers > kDecodeLayersMaxLayers || a.x == nullptr || a.qkv == nullptr || a.mlp == nullptr ||
       a.partials == nullptr || a.sync == nullptr || num_sms < 1)
     return bad_launch("decode_layers", "needs layers, x, qkv, mlp, partials, sync and num_sms >= 1");
-  const int smem_max = smem_optin_bytes();
-  const SmemPlan p = plan_smem(a.hidden, a.intermediate, a.num_q_heads, a.num_kv_heads, a.head_dim, num_sms, smem_max);
-  if (p.stages == 0) return bad_launch("decode_layers", "the shapes leave no room for the weight ring");
+  int dev = 0, major = 0;
+  PHOTON_CUDA_TRY(cudaGetDevice(&dev));
+  PHOTON_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  if (!decode_layers_applies(major, num_sms, a.hidden, a.intermediate, a.num_q_heads, a.num_kv_heads, a.head_dim))
+    return bad_launch("decode_layers", "needs sm_90, hd 64 or 128, nq a multiple of nkv (at most 8 per KV head), H and "
+                                       "I multiples of 8, and room for the weight ring");
+  const SmemPlan p = plan_smem(a.hidden, a.intermediate, a.num_q_heads, a.head_dim, num_sms, smem_optin_bytes());
   auto kernel = a.head_dim == 64 ? decode_layers_kernel<64> : decode_layers_kernel<128>;
-  if (a.head_dim != 64 && a.head_dim != 128) return bad_launch("decode_layers", "head_dim must be 64 or 128");
   PHOTON_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, p.total));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(unsigned(num_sms));

@@ -67,7 +67,7 @@ struct DecodeLayersArgs {
   unsigned* sync = nullptr;        // [2]: grid barrier and exit counters; zero between launches (each launch resets them)
   const int32_t* positions = nullptr;     // [1]
   const int32_t* context_lens = nullptr;  // [1]: the token sits at position ctx - 1
-  const int32_t* block_tables = nullptr;  // [1, max_blocks_per_seq]
+  const int32_t* block_tables = nullptr;  // [1, >= ceil(ctx / block_size)]
   const int32_t* slot_mapping = nullptr;  // [1]; negative or >= num_slots: no K/V write
   const float* inv_freq = nullptr;        // [hd / 2]
   int32_t hidden = 0;         // H
@@ -76,7 +76,6 @@ struct DecodeLayersArgs {
   int32_t num_kv_heads = 0;   // nkv
   int32_t head_dim = 0;       // 64 or 128
   int32_t block_size = 0;
-  int32_t max_blocks_per_seq = 0;
   int64_t num_slots = 0;
   float eps = 1e-6f;
   float scale = 1.f;          // softmax scale

@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   a.slot_mapping = uploaded(std::vector<int>{ctx - 1});
   a.inv_freq = uploaded(freq);
   a.hidden = H, a.intermediate = I, a.num_q_heads = nq, a.num_kv_heads = nkv, a.head_dim = hd;
-  a.block_size = bs, a.max_blocks_per_seq = blocks, a.num_slots = int64_t(blocks) * bs;
+  a.block_size = bs, a.num_slots = int64_t(blocks) * bs;
   a.eps = 1e-5f, a.scale = 0.125f;
 
   cudaStream_t stream = nullptr;

@@ -49,6 +49,7 @@ struct BenchArgs {
   bool mma_decode_matmul = false;
   bool decode_attention_clusters = true;
   bool persistent_decode = false;
+  bool skinny_decode_matmul = false;
   bool int8 = false;          // quantize the linear layers at load (ModelLoadOptions::int8_weights)
   int32_t int8_group = 128;   // with int8: input features per scale
 };
@@ -104,6 +105,7 @@ Setup open_model(const BenchArgs& a) {
     s.backend = unwrap(make_cuda_backend(CudaBackendOptions{.cuda_graphs = a.cuda_graphs,
                                                             .mma_decode_matmul = a.mma_decode_matmul,
                                                             .decode_attention_clusters = a.decode_attention_clusters,
+                                                            .skinny_decode_matmul = a.skinny_decode_matmul,
                                                             .persistent_decode = a.persistent_decode}));
     s.device = cuda_device_name(*s.backend);
     s.copy_bandwidth = unwrap(cuda_copy_bandwidth(*s.backend, size_t(2) << 30, 20));
@@ -173,6 +175,7 @@ void run_bench(const BenchArgs& a) {
   out["mma_decode_matmul"] = a.mma_decode_matmul;
   out["decode_attention_clusters"] = a.decode_attention_clusters;
   out["persistent_decode"] = a.persistent_decode;
+  out["skinny_decode_matmul"] = a.skinny_decode_matmul;
   out["copy_bandwidth_GBps"] = s.copy_bandwidth / 1e9;
 
   // Warm-up: one pass of every step shape used below (graph capture, cuBLASLt heuristics).
@@ -329,6 +332,9 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
   app.add_option("--decode-attention-clusters", a->decode_attention_clusters,
                  "sm_90+: merge decode attention's context splits inside a thread-block cluster (true|false)")
       ->default_val(true);
+  app.add_option("--skinny-decode-matmul", a->skinny_decode_matmul,
+                 "2..16-row matmuls with N <= 8192 on the gemv_skinny tensor-core kernel (true|false)")
+      ->default_val(false);
   app.add_option("--persistent-decode", a->persistent_decode,
                  "sm_90+: single-sequence decode steps run every layer in one persistent kernel (true|false)")
       ->default_val(false);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <utility>
@@ -25,6 +26,7 @@
 #include "cuda/gemv.cuh"
 #include "cuda/gemv_int8.cuh"
 #include "cuda/gemv_mma.cuh"
+#include "cuda/gemv_skinny.cuh"
 #include "cuda/plan_staging.hpp"
 #include "cuda/prefill_attention.cuh"
 #include "cuda/rmsnorm.cuh"
@@ -70,6 +72,10 @@ constexpr int64_t kClusterMergeMaxKeys = 2048;
 // K = 4096 it measured 1.7% faster per decode step than the GEMV + silu_mul pair, at Llama-3.2-1B's
 // K = 2048 1.4% slower (docs/performance.md, row 28).
 constexpr int64_t kSwiGluGemvMinK = 4096;
+
+// skinny_decode_matmul serves products with at most this many output features (a layer's qkv, o and
+// down; gate_up and the LM head stay on cuBLASLt, which streams them at 3.6-4.2 TB/s).
+constexpr int64_t kSkinnyMaxN = 8192;
 
 // Batch-size buckets of decode graphs: powers of two to 8, then multiples of 8 to 64, then of 32.
 int32_t bucket_for(int32_t s) {
@@ -607,6 +613,9 @@ class CudaBackend final : public Backend {
     cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(N), int32_t(K), out.dtype == DType::f32};
     if (accumulate) g.mode = cuda::GemvMode::add;
     if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
+    // Decode batches' small matrices on the skinny tensor-core kernel when asked (experimental).
+    if (options_.skinny_decode_matmul && N <= kSkinnyMaxN && cuda::gemv_skinny_applies(g))
+      return cuda::launch_gemv_skinny(g, num_sms_, stream_);
     // Decode batches on tensor cores when asked (sm_90 clusters; cuBLASLt is faster so far).
     if (!accumulate && options_.mma_decode_matmul && compute_major_ >= 9 && N < (int64_t(1) << 31) &&
         cuda::gemv_mma_applies(g))
@@ -768,7 +777,10 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
                                        "; photon's kernels need 8.0 or newer");
   cudaStream_t stream = nullptr;
   PHOTON_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  auto backend = std::make_unique<CudaBackend>(options, prop, stream);
+  CudaBackendOptions opts = options;
+  if (const char* e = std::getenv("PHOTON_CUDA_SKINNY"); e != nullptr && e[0] != '\0')
+    opts.skinny_decode_matmul = e[0] == '1';
+  auto backend = std::make_unique<CudaBackend>(opts, prop, stream);
   PHOTON_TRY(backend->init());
   return std::unique_ptr<Backend>(std::move(backend));
 }

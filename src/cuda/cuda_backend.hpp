@@ -23,6 +23,10 @@ struct CudaBackendOptions {
   // Decode attention on sm_90+: the context splits of a sequence merge inside a thread-block
   // cluster (distributed shared memory) rather than through a global workspace.
   bool decode_attention_clusters = true;
+  // 2..16-row matmuls with N <= 8192 (a decode batch's qkv, o and down) on the gemv_skinny
+  // tensor-core kernel instead of cuBLASLt. Experimental (unmeasured): off by default; the
+  // environment variable PHOTON_CUDA_SKINNY=1 turns it on for any backend (tests, engine).
+  bool skinny_decode_matmul = false;
   // Single-sequence decode steps (one token) run every decoder layer in one persistent kernel
   // (sm_90+, bf16 weights, hd 64 or 128; docs/persistent-decode.md); other steps, and shapes it
   // does not serve, run the per-op kernels. Off by default: measured slower than the per-op

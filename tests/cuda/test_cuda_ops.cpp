@@ -150,11 +150,12 @@ TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs
 }
 
 TEST_CASE("cuda matmul for decode batches (tensor-core weight streaming) matches the CPU", "[cuda]") {
-  // Each decode-batch kernel in turn: gemv_mma (opt-in), then the default (cuBLASLt).
-  const CudaBackendOptions kernels[] = {CudaBackendOptions{.mma_decode_matmul = true}, CudaBackendOptions{}};
+  // Each decode-batch kernel in turn: gemv_mma and gemv_skinny (opt-in), then the default (cuBLASLt).
+  const CudaBackendOptions kernels[] = {CudaBackendOptions{.mma_decode_matmul = true},
+                                        CudaBackendOptions{.skinny_decode_matmul = true}, CudaBackendOptions{}};
   for (const CudaBackendOptions& options : kernels) {
     auto gpu = cuda_backend(options);
-    CAPTURE(options.mma_decode_matmul);
+    CAPTURE(options.mma_decode_matmul, options.skinny_decode_matmul);
     auto cpu = cpu_reference();
     std::mt19937 rng(61);
     struct Shape {
@@ -498,17 +499,22 @@ TEST_CASE("make_cuda_backend reports a missing device as an error", "[cuda]") {
 }
 
 TEST_CASE("cuda matmul_add matches the CPU (GEMV add mode at M = 1, cuBLASLt with beta = 1 above)", "[cuda]") {
-  auto gpu = cuda_backend();
+  // With skinny_decode_matmul, 2 <= M <= 16 with K % 8 == 0 and N <= 8192 runs gemv_skinny's add mode.
+  const bool skinny = GENERATE(false, true);
+  CAPTURE(skinny);
+  auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny});
   auto cpu = cpu_reference();
   std::mt19937 rng(21);
   struct Shape {
     int64_t M, N, K;
   };
   // M = 1 with K % 8 == 0: every K-split variant of the GEMV (N >= 8192, 4096, 2048, below); K = 36 and
-  // M > 1: cuBLASLt accumulating into the residual.
+  // M > 1: cuBLASLt (or gemv_skinny) accumulating into the residual, N not a multiple of 16, K not
+  // a multiple of the 32-k chunk.
   for (Shape s : {Shape{1, 2048, 2048}, Shape{1, 2048, 8192}, Shape{1, 8192, 2048}, Shape{1, 4096, 4096},
                   Shape{1, 1000, 4096}, Shape{1, 517, 72}, Shape{1, 50, 36}, Shape{3, 1000, 72},
-                  Shape{16, 2048, 2048}, Shape{100, 300, 256}}) {
+                  Shape{16, 2048, 2048}, Shape{16, 2048, 8192}, Shape{9, 3072, 2048}, Shape{5, 517, 8200},
+                  Shape{100, 300, 256}}) {
     const auto res = bf16_rounded(random_vec(rng, size_t(s.M * s.N), -2.f, 2.f));
     const auto x = bf16_rounded(random_vec(rng, size_t(s.M * s.K), -1.f, 1.f));
     const auto w = bf16_rounded(random_vec(rng, size_t(s.N * s.K)));

@@ -49,7 +49,7 @@ struct BenchArgs {
   bool mma_decode_matmul = false;
   bool decode_attention_clusters = true;
   bool persistent_decode = false;
-  bool skinny_decode_matmul = false;
+  bool skinny_decode_matmul = true;
   bool int8 = false;          // quantize the linear layers at load (ModelLoadOptions::int8_weights)
   int32_t int8_group = 128;   // with int8: input features per scale
 };
@@ -334,7 +334,7 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
       ->default_val(true);
   app.add_option("--skinny-decode-matmul", a->skinny_decode_matmul,
                  "2..16-row matmuls with N <= 8192 on the gemv_skinny tensor-core kernel (true|false)")
-      ->default_val(false);
+      ->default_val(true);
   app.add_option("--persistent-decode", a->persistent_decode,
                  "sm_90+: single-sequence decode steps run every layer in one persistent kernel (true|false)")
       ->default_val(false);

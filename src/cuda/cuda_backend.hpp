@@ -24,9 +24,10 @@ struct CudaBackendOptions {
   // cluster (distributed shared memory) rather than through a global workspace.
   bool decode_attention_clusters = true;
   // 2..16-row matmuls with N <= 8192 (a decode batch's qkv, o and down) on the gemv_skinny
-  // tensor-core kernel instead of cuBLASLt. Experimental (unmeasured): off by default; the
-  // environment variable PHOTON_CUDA_SKINNY=1 turns it on for any backend (tests, engine).
-  bool skinny_decode_matmul = false;
+  // tensor-core kernel instead of cuBLASLt: measured faster at every such batch size
+  // (docs/performance.md, row 34). The environment variable PHOTON_CUDA_SKINNY=0 / 1 overrides
+  // it for any backend (tests, engine).
+  bool skinny_decode_matmul = true;
   // Single-sequence decode steps (one token) run every decoder layer in one persistent kernel
   // (sm_90+, bf16 weights, hd 64 or 128; docs/persistent-decode.md); other steps, and shapes it
   // does not serve, run the per-op kernels. Off by default: measured slower than the per-op

@@ -129,6 +129,9 @@ Result<int32_t> choose(const RowInput& in, int32_t* ids) {
   }
   if (m == -std::numeric_limits<float>::infinity())
     return fail(Errc::invalid_argument, row_str(in.row) + "every logit is -inf after penalties");
+  if (!std::isfinite(m))  // finite logits (checked) divided by a small temperature: no weight is defined
+    return fail(Errc::invalid_argument,
+                row_str(in.row) + "logits / temperature " + std::to_string(p.temperature) + " overflow fp32");
   const float* z = l;
   const auto w = [z, m](int32_t i) { return std::exp(z[i] - m); };
   int64_t n = 0;

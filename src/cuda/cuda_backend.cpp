@@ -113,7 +113,7 @@ class CudaBackend final : public Backend {
   Status init() {
     PHOTON_ASSIGN_OR_RETURN(gemm_workspace_, allocate(options_.gemm_workspace_bytes));
     PHOTON_ASSIGN_OR_RETURN(gemm_, cuda::Gemm::create(gemm_workspace_.data(), gemm_workspace_.size()));
-    PHOTON_ASSIGN_OR_RETURN(sampler_, cuda::Sampler::create(*this, compute_major_, stream_));
+    PHOTON_ASSIGN_OR_RETURN(sampler_, cuda::Sampler::create(*this, compute_major_, num_sms_, stream_));
     PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
     return {};
   }

@@ -35,8 +35,9 @@ Status check_params(int32_t row, const SamplingParams& p, int32_t max_logprobs, 
 
 }  // namespace
 
-Result<std::unique_ptr<Sampler>> Sampler::create(Backend& backend, int32_t compute_major, cudaStream_t stream) {
-  return std::unique_ptr<Sampler>(new Sampler(backend, compute_major, stream));
+Result<std::unique_ptr<Sampler>> Sampler::create(Backend& backend, int32_t compute_major, int32_t num_sms,
+                                                 cudaStream_t stream) {
+  return std::unique_ptr<Sampler>(new Sampler(backend, compute_major, num_sms, stream));
 }
 
 Sampler::~Sampler() {
@@ -114,6 +115,7 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
 
   SampleArgs a;
   auto* params = inline_params ? a.inline_params : reinterpret_cast<SampleRowParams*>(static_cast<char*>(host_up_) + o_params);
+  bool id_order_only = true;  // every row greedy or a plain id-order draw: the lean kernel
   for (int32_t r = 0; r < R; ++r) {
     const SamplingParams& p = batch.params[r];
     SampleRowParams& d = params[r];
@@ -129,7 +131,12 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
     d.step = batch.steps[r];
     d.hist_begin = has_hist ? batch.history_offsets[r] : 0;
     d.hist_end = has_hist ? batch.history_offsets[r + 1] : 0;
+    const bool penalized = d.hist_end > d.hist_begin && (p.repetition_penalty != 1.f || p.frequency_penalty != 0.f ||
+                                                         p.presence_penalty != 0.f);
+    id_order_only = id_order_only && !penalized && p.num_logprobs == 0 &&
+                    (p.temperature == 0.f || ((p.top_k == 0 || int64_t(p.top_k) >= V) && p.top_p >= 1.f));
   }
+  a.id_order_only = id_order_only;
   if (hist_total > 0) {
     std::memcpy(static_cast<char*>(host_up_) + o_tok, batch.history_tokens, size_t(hist_total) * 4);
     std::memcpy(static_cast<char*>(host_up_) + o_cnt, batch.history_output_counts, size_t(hist_total) * 4);
@@ -151,7 +158,7 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
   a.num_rows = R;
   a.vocab = int32_t(V);
   a.max_logprobs = maxlp;
-  PHOTON_TRY(launch_sample(a, compute_major_, stream_));
+  PHOTON_TRY(launch_sample(a, compute_major_, num_sms_, stream_));
   PHOTON_CUDA_TRY(cudaMemcpyAsync(host_down_, dev_down_.data(), down, cudaMemcpyDeviceToHost, stream_));
   PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
 

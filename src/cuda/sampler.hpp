@@ -21,8 +21,9 @@ namespace photon::cuda {
 class Sampler {
  public:
   // Device memory comes from `backend` (which must outlive the Sampler).
-  // compute_major: the device's compute capability major (picks the kernel).
-  static Result<std::unique_ptr<Sampler>> create(Backend& backend, int32_t compute_major, cudaStream_t stream);
+  // compute_major: the device's compute capability major, num_sms: its multiprocessor count (pick the kernel).
+  static Result<std::unique_ptr<Sampler>> create(Backend& backend, int32_t compute_major, int32_t num_sms,
+                                                 cudaStream_t stream);
   ~Sampler();
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
@@ -31,12 +32,13 @@ class Sampler {
   Status sample(Tensor logits, const SampleBatch& batch, const SampleOutput& out);
 
  private:
-  Sampler(Backend& backend, int32_t compute_major, cudaStream_t stream)
-      : backend_(backend), compute_major_(compute_major), stream_(stream) {}
+  Sampler(Backend& backend, int32_t compute_major, int32_t num_sms, cudaStream_t stream)
+      : backend_(backend), compute_major_(compute_major), num_sms_(num_sms), stream_(stream) {}
   Status ensure(size_t upload_bytes, size_t download_bytes, size_t hist);
 
   Backend& backend_;
   int32_t compute_major_;
+  int32_t num_sms_;
   cudaStream_t stream_;
   void* host_up_ = nullptr;    // pinned: params + history, uploaded
   void* host_down_ = nullptr;  // pinned: results, downloaded

@@ -2,35 +2,32 @@
 
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 
 #include "core/philox.hpp"
 #include "cuda/common.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/sampling.cuh"
+#include "cuda/sampling_device.cuh"
 
 namespace photon::cuda {
 
 namespace {
 
 namespace cg = cooperative_groups;
+using namespace sampling_detail;
 
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxCluster = 16;
 constexpr int kMaxClusterRows = 16;
-constexpr float kFixedScale = 1099511627776.0f;  // 2^40: prefix sums in fixed point
 // Each digit's counter may be spread over kSub copies (picked by lane) to cut
 // same-address atomics; measured on the H200, 4 copies made the cluster
 // kernel slower (62 -> 170 us per row: 4x the distributed-shared-memory reads
 // in the histogram merge), so one.
 constexpr int kSub = 1;
 constexpr int kBins = 256 * kSub;
-using u64 = unsigned long long;
 
-struct Best {
-  float v;
-  int id;
-};
 // The raw maximum and whether any logit is NaN or +inf.
 struct BestBad {
   Best best;
@@ -69,17 +66,11 @@ __device__ __forceinline__ float key_to_z(uint32_t key) {
   const uint32_t asc = ~key;
   return __uint_as_float((asc & 0x80000000u) ? (asc & 0x7fffffffu) : ~asc);
 }
-__device__ __forceinline__ u64 fixed_mass(float w) { return __float2ull_rn(w * kFixedScale); }
-// (v, id) beats (bv, bid): larger value, ties to the lower id.
-__device__ __forceinline__ bool beats(float v, int id, float bv, int bid) { return v > bv || (v == bv && id < bid); }
-__device__ __forceinline__ Best better(Best a, Best b) { return beats(b.v, b.id, a.v, a.id) ? b : a; }
 
 // ---- block-level reductions (every thread gets the result) -----------------
 __device__ Best block_best(Best b, SharedState& sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1)
-    b = better(b, Best{__shfl_xor_sync(kFullMask, b.v, o), __shfl_xor_sync(kFullMask, b.id, o)});
+  b = warp_best(b);
   __syncthreads();
   if (lane == 0) {
     sh.fv[warp] = b.v;
@@ -92,19 +83,13 @@ __device__ Best block_best(Best b, SharedState& sh) {
 }
 __device__ u64 block_sum_u64(u64 v, SharedState& sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
+  v = warp_sum_u64(v);
   __syncthreads();
   if (lane == 0) sh.uv[warp] = v;
   __syncthreads();
   u64 total = 0;
   for (int w = 0; w < kWarps; ++w) total += sh.uv[w];
   return total;
-}
-__device__ __forceinline__ u64 warp_sum_u64(u64 v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
-  return v;
 }
 __device__ float block_sum_f32(float v, SharedState& sh) {  // fixed order: deterministic
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -301,10 +286,7 @@ struct Keep {
   float temperature, m, minp;
   uint32_t lim_key;
   int lim_id;
-  __device__ __forceinline__ float z_of(float l) const {
-    const float z = l / temperature;
-    return z == 0.f ? 0.f : z;  // -0 orders as +0
-  }
+  __device__ __forceinline__ float z_of(float l) const { return scaled_logit(l, temperature); }
   __device__ __forceinline__ bool kept(int i, float l, float& w, uint32_t& key) const {
     const float z = z_of(l);
     w = expf(z - m);
@@ -314,78 +296,18 @@ struct Keep {
   }
   // The id-order draw (no prefix rule): w of logit l and its fixed-point mass
   // when kept (w > 0 and w >= min_p), else 0.
-  __device__ __forceinline__ u64 id_mass(float l, float& w) const {
-    w = expf(z_of(l) - m);
-    return w > 0.f && w >= minp ? fixed_mass(w) : 0ull;
-  }
+  __device__ __forceinline__ u64 id_mass(float l, float& w) const { return id_order_mass(l, temperature, m, minp, w); }
 };
 
-// The id-order draw inside one block: the first id of l[lo, hi) whose
-// cumulative kept mass (ids ascending) exceeds `target`, which the caller
-// keeps below the range's kept mass. Each level splits the range among the
-// warps (coalesced reads of global memory), picks the warp's piece holding
-// the target, and recurses; a piece of <= 32 ids ends with a warp scan.
-// Reads about (hi - lo) * 4 * 17 / 16 bytes. Every thread returns the id.
+// The id-order draw inside one block (sampling_device.cuh) with this kernel's kept masses.
 __device__ int descend_id_order(const float* l, int lo, int hi, const Keep& kp, u64 target, SharedState& sh) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  auto mass = [&](int i) {
-    float w;
-    return kp.id_mass(l[i], w);
-  };
-  while (hi - lo > 32) {
-    const int piece = (ceil_div(hi - lo, kWarps) + 31) & ~31;
-    const int wlo = min(hi, lo + warp * piece), whi = min(hi, wlo + piece);
-    u64 s = 0;
-    constexpr int kBatch = 16;  // loads in flight per lane
-    for (int base = wlo + lane; base < whi; base += 32 * kBatch) {
-      float x[kBatch];
-#pragma unroll
-      for (int k = 0; k < kBatch; ++k) x[k] = base + 32 * k < whi ? l[base + 32 * k] : -INFINITY;  // mass 0
-#pragma unroll
-      for (int k = 0; k < kBatch; ++k) {
+  return sampling_detail::descend_id_order<kWarps>(
+      l, lo, hi,
+      [&](float x) {
         float w;
-        s += kp.id_mass(x[k], w);
-      }
-    }
-    s = warp_sum_u64(s);
-    __syncthreads();  // the previous level's sh.uv is read
-    if (lane == 0) sh.uv[warp] = s;
-    __syncthreads();
-    int pick = -1, last = 0;
-    u64 before = 0, last_before = 0;
-    for (int w = 0; w < kWarps; ++w) {
-      const u64 sw = sh.uv[w];
-      if (sw > 0) {
-        last = w;
-        last_before = before;
-      }
-      if (before + sw > target) {
-        pick = w;
-        break;
-      }
-      before += sw;
-    }
-    if (pick < 0) {  // unreachable while the sums are exact: the last kept id
-      pick = last;
-      before = last_before;
-      target = last_before + (sh.uv[last] > 0 ? sh.uv[last] - 1 : 0);
-    }
-    target -= before;
-    lo = min(hi, lo + pick * piece);
-    hi = min(hi, lo + piece);
-  }
-  const int i = lo + lane;
-  const u64 m = i < hi ? mass(i) : 0ull;
-  u64 incl = m;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const u64 t = __shfl_up_sync(kFullMask, incl, o);
-    if (lane >= o) incl += t;
-  }
-  const unsigned hit = __ballot_sync(kFullMask, incl > target);
-  const unsigned nonzero = __ballot_sync(kFullMask, m > 0);
-  const int pos = hit != 0 ? __ffs(hit) - 1 : (nonzero != 0 ? 31 - __clz(nonzero) : 0);
-  return lo + pos;
+        return kp.id_mass(x, w);
+      },
+      target, sh.uv);
 }
 
 // First bin whose running total (after `before`) exceeds target; sets sh.key / sh.before.
@@ -717,11 +639,16 @@ Status launch_cluster(const SampleArgs& a, int cluster, cudaStream_t stream) {
 
 }  // namespace
 
-Status launch_sample(const SampleArgs& a, int32_t compute_major, cudaStream_t stream) {
+Status launch_sample(const SampleArgs& a, int32_t compute_major, int32_t num_sms, cudaStream_t stream) {
   if (a.num_rows < 0 || a.vocab <= 0 || a.max_logprobs < 0) return bad_launch("sample", "bad R, V or max_logprobs");
   if (a.params == nullptr && a.num_rows > kSampleInlineRows)
     return bad_launch("sample", "params inline only up to kSampleInlineRows rows");
   if (a.num_rows == 0) return {};
+  static const bool lean = [] {
+    const char* e = std::getenv("PHOTON_CUDA_SAMPLE_LEAN");
+    return e == nullptr || e[0] != '0';
+  }();
+  if (a.id_order_only && lean) return launch_sample_id_order(a, compute_major, num_sms, stream);
   // Clusters cut one row's latency (up to 16 SMs on it) but a GPC runs about
   // one 16-block cluster at a time: past a few rows, a block per row is faster.
   if (compute_major >= 9 && a.num_rows <= kMaxClusterRows) {

@@ -69,10 +69,24 @@ struct SampleArgs {
   int32_t num_rows = 0;                     // R
   int32_t vocab = 0;                        // V
   int32_t max_logprobs = 0;
+  // Set by the caller when every row is greedy or a plain id-order draw (temperature > 0 with top_k
+  // 0 or >= V and top_p >= 1), without penalties and with num_logprobs 0 (min_p and the chosen
+  // token's logprob allowed).
+  bool id_order_only = false;
 };
 
-// compute_major >= 9: a thread-block cluster per row holds the row in registers
-// (up to 16 blocks); otherwise one block per row reads it from global memory.
-Status launch_sample(const SampleArgs& a, int32_t compute_major, cudaStream_t stream);
+// id_order_only batches (unless PHOTON_CUDA_SAMPLE_LEAN=0): launch_sample_id_order. Others:
+// compute_major >= 9 and at most 16 rows: a thread-block cluster per row holds the row in
+// registers (up to 16 blocks); otherwise one block per row reads it from global memory.
+Status launch_sample(const SampleArgs& a, int32_t compute_major, int32_t num_sms, cudaStream_t stream);
+
+// The lean id-order kernel (sampling_id_order.cu): `group` blocks of 256 threads per row, a
+// cluster of up to 16 on sm_90+ (as many as keep R * group <= 2 * num_sms), one block per row
+// otherwise; the row is read from global memory (L2/L1) in each of its three passes: max and
+// checks, kept masses, the descent inside the one block that holds the draw. Two reductions
+// across the row's blocks, each one block barrier and one cluster barrier.
+// Bandwidth model: reads V*4 bytes per row twice plus ~V*4/group in the descent; writes
+// R*(3 + 2*max_logprobs)*4 bytes.
+Status launch_sample_id_order(const SampleArgs& a, int32_t compute_major, int32_t num_sms, cudaStream_t stream);
 
 }  // namespace photon::cuda

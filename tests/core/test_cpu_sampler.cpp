@@ -402,5 +402,6 @@ TEST_CASE("sample rejects bad parameters and logits with a message naming the ro
   fails(params(1.0f), {0.1f, NAN, 0.3f}, {}, Errc::invalid_argument);
   fails(params(1.0f), {0.1f, kInf, 0.3f}, {}, Errc::invalid_argument);
   fails(params(1.0f), {-kInf, -kInf, -kInf}, {}, Errc::invalid_argument);
+  fails(params(0.25f), {0.1f, 3e38f, 0.3f}, {}, Errc::invalid_argument);  // logits / temperature overflow fp32
   fails(params(1.0f), row, {{3, 1}}, Errc::out_of_range);
 }

@@ -75,7 +75,14 @@ constexpr int64_t kSwiGluGemvMinK = 4096;
 
 // skinny_decode_matmul serves products with at most this many output features (a layer's qkv, o and
 // down; gate_up and the LM head stay on cuBLASLt, which streams them at 3.6-4.2 TB/s).
-constexpr int64_t kSkinnyMaxN = 8192;
+// PHOTON_CUDA_SKINNY_MAX_N overrides it (measurements).
+int64_t skinny_max_n() {
+  static const int64_t n = [] {
+    const char* e = std::getenv("PHOTON_CUDA_SKINNY_MAX_N");
+    return e != nullptr && std::atoll(e) > 0 ? int64_t(std::atoll(e)) : int64_t(8192);
+  }();
+  return n;
+}
 
 // Batch-size buckets of decode graphs: powers of two to 8, then multiples of 8 to 64, then of 32.
 int32_t bucket_for(int32_t s) {
@@ -614,7 +621,7 @@ class CudaBackend final : public Backend {
     if (accumulate) g.mode = cuda::GemvMode::add;
     if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
     // Decode batches' small matrices on the skinny tensor-core kernel (faster than cuBLASLt there).
-    if (options_.skinny_decode_matmul && N <= kSkinnyMaxN && cuda::gemv_skinny_applies(g))
+    if (options_.skinny_decode_matmul && N <= skinny_max_n() && cuda::gemv_skinny_applies(g))
       return cuda::launch_gemv_skinny(g, num_sms_, stream_);
     // Decode batches on tensor cores when asked (sm_90 clusters; cuBLASLt is faster so far).
     if (!accumulate && options_.mma_decode_matmul && compute_major_ >= 9 && N < (int64_t(1) << 31) &&

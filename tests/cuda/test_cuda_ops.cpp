@@ -150,9 +150,11 @@ TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs
 }
 
 TEST_CASE("cuda matmul for decode batches (tensor-core weight streaming) matches the CPU", "[cuda]") {
-  // Each decode-batch kernel in turn: gemv_mma and gemv_skinny (opt-in), then the default (cuBLASLt).
-  const CudaBackendOptions kernels[] = {CudaBackendOptions{.mma_decode_matmul = true},
-                                        CudaBackendOptions{.skinny_decode_matmul = true}, CudaBackendOptions{}};
+  // Each decode-batch kernel in turn: gemv_mma (opt-in), gemv_skinny (the default up to 16 rows
+  // and N <= 8192), and cuBLASLt alone.
+  const CudaBackendOptions kernels[] = {
+      CudaBackendOptions{.mma_decode_matmul = true, .skinny_decode_matmul = false},
+      CudaBackendOptions{.skinny_decode_matmul = true}, CudaBackendOptions{.skinny_decode_matmul = false}};
   for (const CudaBackendOptions& options : kernels) {
     auto gpu = cuda_backend(options);
     CAPTURE(options.mma_decode_matmul, options.skinny_decode_matmul);
@@ -166,12 +168,14 @@ TEST_CASE("cuda matmul for decode batches (tensor-core weight streaming) matches
     // shapes (qkv 3072, o 2048, gate_up 16384, down K = 8192, LM head 128256); N not a
     // multiple of the 128-row block (1000, 517, 72); K not a multiple of the 64-k stage
     // (72, 200, 8200); K splits over clusters of 1 (large N or small K), 2, 4 and 8 blocks,
-    // some with ranks whose share of the activation rows is empty (M = 2, 3 of 8).
+    // some with ranks whose share of the activation rows is empty (M = 2, 3 of 8). gemv_skinny:
+    // grids of one wave (16 warps per block) and of more (8 warps; N 4500, 5000: past two blocks
+    // per SM), N not a multiple of 16.
     for (Shape s : {Shape{2, 3072, 2048}, Shape{3, 1000, 72}, Shape{4, 2048, 8192}, Shape{5, 72, 200},
                     Shape{8, 16384, 2048}, Shape{15, 2048, 2048}, Shape{16, 3072, 2048}, Shape{17, 1000, 200},
                     Shape{31, 2048, 4096}, Shape{33, 72, 72}, Shape{64, 2048, 8192}, Shape{64, 16384, 2048},
                     Shape{64, 40000, 256}, Shape{17, 517, 8200}, Shape{4, 128256, 2048}, Shape{32, 3072, 2048},
-                    Shape{9, 128256, 2048}, Shape{2, 16, 8}}) {
+                    Shape{9, 128256, 2048}, Shape{2, 16, 8}, Shape{6, 5000, 72}, Shape{16, 4500, 2048}}) {
       const auto x = bf16_rounded(random_vec(rng, size_t(s.M * s.K)));
       const auto w = bf16_rounded(random_vec(rng, size_t(s.N * s.K)));
       DeviceTensor gx = upload(*gpu, x, DType::bf16, {s.M, s.K});
@@ -510,11 +514,11 @@ TEST_CASE("cuda matmul_add matches the CPU (GEMV add mode at M = 1, cuBLASLt wit
   };
   // M = 1 with K % 8 == 0: every K-split variant of the GEMV (N >= 8192, 4096, 2048, below); K = 36 and
   // M > 1: cuBLASLt (or gemv_skinny) accumulating into the residual, N not a multiple of 16, K not
-  // a multiple of the 32-k chunk.
+  // a multiple of the 32-k chunk; N 5000 and 8000: gemv_skinny grids past two blocks per SM.
   for (Shape s : {Shape{1, 2048, 2048}, Shape{1, 2048, 8192}, Shape{1, 8192, 2048}, Shape{1, 4096, 4096},
                   Shape{1, 1000, 4096}, Shape{1, 517, 72}, Shape{1, 50, 36}, Shape{3, 1000, 72},
                   Shape{16, 2048, 2048}, Shape{16, 2048, 8192}, Shape{9, 3072, 2048}, Shape{5, 517, 8200},
-                  Shape{100, 300, 256}}) {
+                  Shape{100, 300, 256}, Shape{16, 5000, 2048}, Shape{3, 8000, 200}}) {
     const auto res = bf16_rounded(random_vec(rng, size_t(s.M * s.N), -2.f, 2.f));
     const auto x = bf16_rounded(random_vec(rng, size_t(s.M * s.K), -1.f, 1.f));
     const auto w = bf16_rounded(random_vec(rng, size_t(s.N * s.K)));

@@ -3,21 +3,26 @@
 // 2 <= M <= 16, bf16 in, fp32 accumulation, bf16 or f32 out (the GemvArgs
 // contract of gemv.cuh; plain and add modes).
 //
-// Why another kernel (docs/performance.md, "What is left" 2): at 16 rows
-// cuBLASLt's kernels for the small layer matrices (qkv, o, down) and the
-// earlier tensor-core kernels (gemv_mma, gemv_tc) all ran on too few CTAs
-// with too few bytes in flight (0.73 waves, DRAM at 29-36% of peak under ncu).
-// Here every 16 weight rows get their own block (16 warps when the grid fits
-// one wave, else 8 at two blocks per SM), so N = 2048 already gives 128
-// blocks, one per SM, each with 64 KB of weight loads in flight:
+// The default for these shapes (docs/performance.md, rows 34 and 37). Why
+// another kernel: at 16 rows cuBLASLt's kernels for the small layer matrices
+// (qkv, o, down) and the earlier tensor-core kernels (gemv_mma, gemv_tc) all
+// ran on too few CTAs with too few bytes in flight (0.73 waves, DRAM at
+// 29-36% of peak under ncu). Here every 16 weight rows get their own block
+// (16 warps when the grid fits one wave, else 8 at two blocks per SM), so
+// N = 2048 already gives 128 blocks, one per SM, each with 64 KB of weight
+// loads in flight. Measured per kernel it streams about as fast as cuBLASLt
+// (116 registers allow one 16-warp block per SM); in a step it is faster
+// through programmatic dependent launch and no split-K reduce:
 //  * "swap AB" mma.sync m16n8k16: the block's 16 weight rows fill the MMA's
 //    M dimension, the activation rows (8 or 16) its n dimension;
 //  * warp w takes the 32-k chunks c = w, w + W, ... of K; lane (g, t) loads
 //    16 bytes (8 k) of weight rows g and g + 8 per chunk straight into
-//    registers (evict-first, 4 chunks in flight), and the same 8 k of
-//    activation rows g (and g + 8) from L2/L1. Physical k 8t..8t+3 feed the
-//    logical k {2t, 2t+1, 2t+8, 2t+9} of one MMA and 8t+4..8t+7 of the next:
-//    the sum over k does not care about the order as long as A and B agree;
+//    registers (evict-first, 4 chunks in flight, each slot refilled right
+//    after its MMAs; the first 4 chunks' weights before pdl_wait(), while the
+//    kernel before finishes), and the same 8 k of activation rows g (and
+//    g + 8) from L2/L1. Physical k 8t..8t+3 feed the logical k {2t, 2t+1,
+//    2t+8, 2t+9} of one MMA and 8t+4..8t+7 of the next: the sum over k does
+//    not care about the order as long as A and B agree;
 //  * the W warps' partial 16 x 16 tiles meet in shared memory; the epilogue
 //    writes (or adds into) out.
 // Bandwidth model: reads N*K*2 bytes of weights once and M*K*2 bytes of x

@@ -44,6 +44,27 @@ __device__ __forceinline__ u64 id_order_mass(float l, float temperature, float m
   return w > 0.f && w >= minp ? fixed_mass(w) : 0ull;
 }
 
+// The piece that holds `target` among NW consecutive pieces whose masses are
+// sums[0 .. NW) (ids ascending): returns its index and makes target relative
+// to the piece's start. While the sums are exact the target always falls in
+// a piece; otherwise the last kept id (the last nonzero piece's last unit).
+template <int NW>
+__device__ __forceinline__ int pick_piece(const u64* sums, u64& target) {
+  int last = 0;
+  u64 before = 0;
+  for (int w = 0; w < NW; ++w) {
+    const u64 sw = sums[w];
+    if (sw > 0) last = w;
+    if (before + sw > target) {
+      target -= before;
+      return w;
+    }
+    before += sw;
+  }
+  target = sums[last] > 0 ? sums[last] - 1 : 0;
+  return last;
+}
+
 // The id-order draw inside one block of NW warps: the first id of l[lo, hi)
 // whose cumulative mass (ids ascending, mass_of(l[i])) exceeds `target`,
 // which the caller keeps below the range's total mass. Each level splits the
@@ -70,26 +91,7 @@ __device__ int descend_id_order(const float* l, int lo, int hi, MassOf mass_of, 
     __syncthreads();  // the previous level's uv is read
     if (lane == 0) uv[warp] = s;
     __syncthreads();
-    int pick = -1, last = 0;
-    u64 before = 0, last_before = 0;
-    for (int w = 0; w < NW; ++w) {
-      const u64 sw = uv[w];
-      if (sw > 0) {
-        last = w;
-        last_before = before;
-      }
-      if (before + sw > target) {
-        pick = w;
-        break;
-      }
-      before += sw;
-    }
-    if (pick < 0) {  // unreachable while the sums are exact: the last kept id
-      pick = last;
-      before = last_before;
-      target = last_before + (uv[last] > 0 ? uv[last] - 1 : 0);
-    }
-    target -= before;
+    const int pick = pick_piece<NW>(uv, target);
     lo = min(hi, lo + pick * piece);
     hi = min(hi, lo + piece);
   }

@@ -217,25 +217,7 @@ __global__ void __launch_bounds__(kThreads, 4) sample_id_order_kernel(SampleArgs
   if (target > total - 1) target = total - 1;  // total >= 2^40: the max's w is 1
   if (target < before || target - before >= mine) return;  // another block holds it
   target -= before;
-  int pick = -1, last = 0;
-  u64 run = 0, last_run = 0;
-  for (int w = 0; w < kWarps; ++w) {
-    const u64 sw = sh.wmass[w];
-    if (sw > 0) {
-      last = w;
-      last_run = run;
-    }
-    if (run + sw > target) {
-      pick = w;
-      break;
-    }
-    run += sw;
-  }
-  if (pick < 0) {  // unreachable while the sums are exact: the last kept id
-    pick = last;
-    run = last_run;
-    target = last_run + (sh.wmass[last] > 0 ? sh.wmass[last] - 1 : 0);
-  }
+  const int pick = pick_piece<kWarps>(sh.wmass, target);  // the mass pass's per-warp sums: the first level
   int plo, phi;
   warp_piece(lo, hi, pick, plo, phi);
   const int chosen = descend_id_order<kWarps>(
@@ -244,7 +226,7 @@ __global__ void __launch_bounds__(kThreads, 4) sample_id_order_kernel(SampleArgs
         float w;
         return id_order_mass(x, T, m, minp, w);
       },
-      target - run, sh.uv);
+      target, sh.uv);
   finish(chosen, lse);
 }
 

@@ -392,35 +392,29 @@ TEST_CASE("cuda sampling: the lean kernel reports bad rows across a cluster", "[
   std::mt19937 rng(5);
   std::vector<SamplingParams> params(static_cast<size_t>(R));
   std::vector<uint64_t> steps(static_cast<size_t>(R), 1);
+  // The GPU and the CPU both refuse the batch, with the same code, the GPU naming `row`.
+  auto both_refuse = [&](const std::vector<float>& logits, const std::vector<SamplingParams>& p, const char* row) {
+    SampleRun g, c;
+    auto rg = run_sampler(*gpu, logits, R, V, p, steps, nullptr, 0, g);
+    auto rc = run_sampler(*cpu, logits, R, V, p, steps, nullptr, 0, c);
+    REQUIRE_FALSE(rg.has_value());
+    REQUIRE_FALSE(rc.has_value());
+    CHECK(rg.error().code == rc.error().code);
+    CHECK(rg.error().message.find(row) != std::string::npos);
+  };
   for (int64_t bad_col : {int64_t(7), V / 2 + 3, V - 1}) {
     auto logits = model_like_logits(rng, R, V);
     logits[size_t(V + bad_col)] = NAN;
-    SampleRun g, c;
-    auto rg = run_sampler(*gpu, logits, R, V, params, steps, nullptr, 0, g);
-    auto rc = run_sampler(*cpu, logits, R, V, params, steps, nullptr, 0, c);
-    REQUIRE_FALSE(rg.has_value());
-    REQUIRE_FALSE(rc.has_value());
-    CHECK(rg.error().code == rc.error().code);
-    CHECK(rg.error().message.find("row 1") != std::string::npos);
+    both_refuse(logits, params, "row 1");
 
     logits = model_like_logits(rng, R, V);
     std::fill(logits.begin() + 2 * V, logits.end(), -INFINITY);
-    rg = run_sampler(*gpu, logits, R, V, params, steps, nullptr, 0, g);
-    rc = run_sampler(*cpu, logits, R, V, params, steps, nullptr, 0, c);
-    REQUIRE_FALSE(rg.has_value());
-    REQUIRE_FALSE(rc.has_value());
-    CHECK(rg.error().code == rc.error().code);
-    CHECK(rg.error().message.find("row 2") != std::string::npos);
+    both_refuse(logits, params, "row 2");
 
     logits = model_like_logits(rng, R, V);
     logits[size_t(bad_col)] = 3e38f;
     std::vector<SamplingParams> cold = params;
     cold[0].temperature = 0.25f;
-    rg = run_sampler(*gpu, logits, R, V, cold, steps, nullptr, 0, g);
-    rc = run_sampler(*cpu, logits, R, V, cold, steps, nullptr, 0, c);
-    REQUIRE_FALSE(rg.has_value());
-    REQUIRE_FALSE(rc.has_value());
-    CHECK(rg.error().code == rc.error().code);
-    CHECK(rg.error().message.find("row 0") != std::string::npos);
+    both_refuse(logits, cold, "row 0");
   }
 }

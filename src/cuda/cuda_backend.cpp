@@ -25,6 +25,7 @@
 #include "cuda/gemm.hpp"
 #include "cuda/gemv.cuh"
 #include "cuda/gemv_int8.cuh"
+#include "cuda/gemv_int8_skinny.cuh"
 #include "cuda/gemv_mma.cuh"
 #include "cuda/gemv_skinny.cuh"
 #include "cuda/plan_staging.hpp"
@@ -74,7 +75,8 @@ constexpr int64_t kClusterMergeMaxKeys = 2048;
 constexpr int64_t kSwiGluGemvMinK = 4096;
 
 // skinny_decode_matmul serves products with at most this many output features (a layer's qkv, o and
-// down; gate_up and the LM head stay on cuBLASLt, which streams them at 3.6-4.2 TB/s).
+// down, and the gate/up product with SwiGLU of I outputs; plain gate_up products and the LM head stay
+// on cuBLASLt, which streams them at 3.6-4.2 TB/s).
 // PHOTON_CUDA_SKINNY_MAX_N overrides it (measurements).
 int64_t skinny_max_n() {
   static const int64_t n = [] {
@@ -82,6 +84,51 @@ int64_t skinny_max_n() {
     return e != nullptr && std::atoll(e) > 0 ? int64_t(std::atoll(e)) : int64_t(8192);
   }();
   return n;
+}
+
+// matmul_silu of decode batches (2..16 rows, I <= skinny_max_n()) on gemv_skinny's SwiGLU mode, with
+// skinny_decode_matmul: Llama-3.2-1B B = 16 1.067-1.076 -> 1.032-1.034 ms/step (docs/performance.md,
+// row 39). PHOTON_CUDA_SKINNY_SILU=0 keeps the product + silu_mul pair (measurements).
+bool skinny_silu_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("PHOTON_CUDA_SKINNY_SILU");
+    return e == nullptr || e[0] != '0';
+  }();
+  return on;
+}
+
+// One-row products (single-stream decode) on gemv_skinny, with skinny_decode_matmul and N (or I) within
+// skinny_max_n(): matmul_silu where the one-row GEMV has no SwiGLU mode (K < kSwiGluGemvMinK), and
+// plain or add products of at most kOneRowSkinnyMaxNK weights (Llama-3.2-1B's qkv and o; not its down
+// or Qwen3-8B's matrices, 16 Mi weights and more, where the one-row GEMV's streaming matters more
+// than gemv_skinny's early first round: Qwen3-8B measured 4.12 -> 4.27 ms/token with them on it). PHOTON_CUDA_SKINNY_M1=1 puts every
+// one-row product within skinny_max_n() on it, =0 none (measurements: docs/performance.md, row 41).
+enum class OneRowSkinny { none, bounded, all };
+OneRowSkinny one_row_skinny() {
+  static const OneRowSkinny v = [] {
+    const char* e = std::getenv("PHOTON_CUDA_SKINNY_M1");
+    if (e == nullptr) return OneRowSkinny::bounded;
+    return e[0] == '1' ? OneRowSkinny::all : e[0] == '0' ? OneRowSkinny::none : OneRowSkinny::bounded;
+  }();
+  return v;
+}
+constexpr int64_t kOneRowSkinnyMaxNK = int64_t(12) << 20;  // N * K
+int64_t one_row_skinny_max_nk() {  // PHOTON_CUDA_SKINNY_M1_MAX_NK overrides the bound (measurements)
+  static const int64_t v = [] {
+    const char* e = std::getenv("PHOTON_CUDA_SKINNY_M1_MAX_NK");
+    return e != nullptr && std::atoll(e) >= 0 ? int64_t(std::atoll(e)) : kOneRowSkinnyMaxNK;
+  }();
+  return v;
+}
+
+// int8 decode-batch products on gemv_int8_skinny, with skinny_decode_matmul; PHOTON_CUDA_INT8_SKINNY=0
+// keeps the int8 GEMV and dequantize + cuBLASLt (measurements).
+bool int8_skinny_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("PHOTON_CUDA_INT8_SKINNY");
+    return e == nullptr || e[0] != '0';
+  }();
+  return on;
 }
 
 // Batch-size buckets of decode graphs: powers of two to 8, then multiples of 8 to 64, then of 32.
@@ -237,8 +284,8 @@ class CudaBackend final : public Backend {
   }
 
   // out = silu(x @ Wg^T) * (x @ Wu^T): the one-row GEMV's SwiGLU mode (no [M, 2I] round trip, no
-  // silu_mul kernel) for K >= kSwiGluGemvMinK; otherwise the product into scratch (the GEMV,
-  // cuBLASLt, the int8 paths), then silu_mul.
+  // silu_mul kernel) for K >= kSwiGluGemvMinK, gemv_skinny's for 1..16 rows with I <= 8192;
+  // otherwise the product into scratch (the GEMV, cuBLASLt, the int8 paths), then silu_mul.
   Result<void> matmul_silu(Tensor out, Tensor x, const Weight& W, Tensor scratch) override {
     const char* op = "matmul_silu";
     PHOTON_TRY(expect(op, "out", out, DType::bf16));
@@ -255,6 +302,13 @@ class CudaBackend final : public Backend {
     if (W.w.dtype == DType::bf16 && M <= cuda::kGemvMaxRows && K >= kSwiGluGemvMinK && I < (int64_t(1) << 30)) {
       cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(I), int32_t(K), false, cuda::GemvMode::silu};
       if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
+    }
+    // Decode batches: gemv_skinny's SwiGLU mode while I is within the skinny bound (Qwen3-8B's
+    // I = 12288 measured slower than cuBLASLt + silu_mul at 16 rows: 4.96 against 4.82 ms/step).
+    if (W.w.dtype == DType::bf16 && options_.skinny_decode_matmul && skinny_silu_enabled() && I <= skinny_max_n() &&
+        (M >= 2 || one_row_skinny() != OneRowSkinny::none)) {
+      cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(I), int32_t(K), false, cuda::GemvMode::silu};
+      if (cuda::gemv_skinny_applies(g)) return cuda::launch_gemv_skinny(g, num_sms_, stream_);
     }
     PHOTON_TRY(product(op, scratch, x, W, false));
     return silu_mul(out, scratch.view({M, 2 * I}));
@@ -599,6 +653,11 @@ class CudaBackend final : public Backend {
       return mismatch(op, "int8 W " + shape_string(W.w) + " has a dimension beyond 2^31 - 1");
     const cuda::GemvInt8Args g{out.data, bf(x), W.w.as<const int8_t>(), W.scales.as<const float>(), int32_t(M),
                                int32_t(N), int32_t(K), W.group_size, out.dtype == DType::f32, accumulate};
+    // Decode batches (2..16 rows) on the tensor-core W8A16 kernel with skinny_decode_matmul, in place
+    // of the int8 GEMV (2..8 rows) and of dequantize + cuBLASLt (9..16); PHOTON_CUDA_INT8_SKINNY=0
+    // keeps those (measurements).
+    if (options_.skinny_decode_matmul && int8_skinny_enabled() && cuda::gemv_int8_skinny_applies(g))
+      return cuda::launch_gemv_int8_skinny(g, num_sms_, stream_);
     if (M <= cuda::kGemvInt8MaxRows) return cuda::launch_gemv_int8(g, stream_);
     const size_t bytes = size_t(N) * size_t(K) * sizeof(bf16_t);
     if (int8_workspace_.size() < bytes) {
@@ -619,10 +678,14 @@ class CudaBackend final : public Backend {
     if (M == 0) return {};
     cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(N), int32_t(K), out.dtype == DType::f32};
     if (accumulate) g.mode = cuda::GemvMode::add;
+    const bool skinny = options_.skinny_decode_matmul && N <= skinny_max_n() && cuda::gemv_skinny_applies(g);
+    if (M == 1 && skinny &&
+        (one_row_skinny() == OneRowSkinny::all ||
+         (one_row_skinny() == OneRowSkinny::bounded && N * K <= one_row_skinny_max_nk())))
+      return cuda::launch_gemv_skinny(g, num_sms_, stream_);
     if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
     // Decode batches' small matrices on the skinny tensor-core kernel (faster than cuBLASLt there).
-    if (options_.skinny_decode_matmul && N <= skinny_max_n() && cuda::gemv_skinny_applies(g))
-      return cuda::launch_gemv_skinny(g, num_sms_, stream_);
+    if (skinny) return cuda::launch_gemv_skinny(g, num_sms_, stream_);
     // Decode batches on tensor cores when asked (sm_90 clusters; cuBLASLt is faster so far).
     if (!accumulate && options_.mma_decode_matmul && compute_major_ >= 9 && N < (int64_t(1) << 31) &&
         cuda::gemv_mma_applies(g))

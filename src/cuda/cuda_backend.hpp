@@ -23,10 +23,13 @@ struct CudaBackendOptions {
   // Decode attention on sm_90+: the context splits of a sequence merge inside a thread-block
   // cluster (distributed shared memory) rather than through a global workspace.
   bool decode_attention_clusters = true;
-  // 2..16-row matmuls with N <= 8192 (a decode batch's qkv, o and down) on the gemv_skinny
-  // tensor-core kernel instead of cuBLASLt: measured faster at every such batch size
-  // (docs/performance.md, row 34). The environment variable PHOTON_CUDA_SKINNY=0 / 1 overrides
-  // it for any backend (tests, engine).
+  // Decode batches (2..16 rows) on the skinny tensor-core kernels: bf16 matmuls with N <= 8192 (a
+  // layer's qkv, o and down) and the gate/up product with SwiGLU on gemv_skinny instead of cuBLASLt
+  // (+ silu_mul), int8 weights' matmuls on gemv_int8_skinny instead of the int8 GEMV or
+  // dequantize + cuBLASLt: measured faster at every such batch size (docs/performance.md, rows 34,
+  // 39, 40). Also single-stream steps' small bf16 products (N * K <= 12 Mi) and gate/up + SwiGLU at
+  // K < 4096 (row 41). The environment variable PHOTON_CUDA_SKINNY=0 / 1 overrides it for any
+  // backend (tests, engine).
   bool skinny_decode_matmul = true;
   // Single-sequence decode steps (one token) run every decoder layer in one persistent kernel
   // (sm_90+, bf16 weights, hd 64 or 128; docs/persistent-decode.md); other steps, and shapes it

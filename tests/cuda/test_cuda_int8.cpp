@@ -1,13 +1,15 @@
 // The CUDA backend's int8 matmul (W8A16 GEMV for M <= 8, dequantize + bf16
-// cuBLASLt above) against the CPU backend's int8 matmul on fresh random
-// inputs: the same codes and scales (quantized on the host, core/quantize.hpp)
-// on both backends, bf16-rounded x, poisoned outputs.
+// cuBLASLt above; with skinny_decode_matmul, 2..16 rows with K and group
+// multiples of 64 on the tensor-core gemv_int8_skinny) against the CPU
+// backend's int8 matmul on fresh random inputs: the same codes and scales
+// (quantized on the host, core/quantize.hpp) on both backends, bf16-rounded
+// x, poisoned outputs.
 //
 // Tolerances (norm-wise, see cuda_test_util.hpp):
-//  - the GEMV dequantizes exactly (code * scale in fp32), so its f32 output
-//    differs from the CPU only in summation order and in applying each scale
-//    once per 16 codes: kF32MatmulTol; bf16 output adds its own rounding:
-//    kBf16OutputTol;
+//  - the GEMV and gemv_int8_skinny dequantize exactly (code * scale in fp32),
+//    so their f32 output differs from the CPU only in summation order and in
+//    applying each scale once per 16 codes (the skinny kernel: per 64):
+//    kF32MatmulTol; bf16 output adds its own rounding: kBf16OutputTol;
 //  - the large-M path rounds every dequantized weight to bf16 (relative error
 //    <= 2^-9, RMS ~ 2^-9 / sqrt(3) ~ 1.1e-3, which reaches the output
 //    norm-wise at the same size for random signs): f32 output 4e-3, bf16
@@ -87,11 +89,20 @@ struct Case {
   int32_t group;
 };
 
+// Whether an M-row product of c dequantizes exactly on the GPU (the GEMV, or gemv_int8_skinny when
+// skinny is on) rather than through bf16 weights and cuBLASLt.
+bool exact_path(bool skinny, int64_t M, const Case& c) {
+  const bool on_skinny = skinny && M >= 2 && M <= 16 && c.K % 64 == 0 && c.group % 64 == 0;
+  return M <= cuda::kGemvInt8MaxRows || on_skinny;
+}
+
 }  // namespace
 
-TEST_CASE("cuda int8 matmul matches the CPU int8 matmul (GEMV and dequantize + cuBLASLt), bf16 and f32 out",
+TEST_CASE("cuda int8 matmul matches the CPU int8 matmul (GEMV, gemv_int8_skinny, dequantize + cuBLASLt), bf16 and f32 out",
           "[cuda]") {
-  auto gpu = cuda_backend();
+  const bool skinny = GENERATE(false, true);
+  CAPTURE(skinny);
+  auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny});
   auto cpu = cpu_reference();
   REQUIRE(gpu->supports_int8_weights());
   std::mt19937 rng(41);
@@ -117,7 +128,7 @@ TEST_CASE("cuda int8 matmul matches the CPU int8 matmul (GEMV and dequantize + c
       DeviceTensor cout = poisoned(*cpu, DType::f32, {M, c.N});
       REQUIRE(cpu->matmul(cout.t, cx.t, cw.weight()).has_value());
       const auto ref = download(*cpu, cout.t);
-      const bool gemv = M <= cuda::kGemvInt8MaxRows;
+      const bool gemv = exact_path(skinny, M, c);
       DeviceTensor g16 = poisoned(*gpu, DType::bf16, {M, c.N});
       REQUIRE(gpu->matmul(g16.t, gx.t, gw.weight()).has_value());
       CHECK(rel_error(download(*gpu, g16.t), ref) < (gemv ? kBf16OutputTol : kDequantBf16Tol));
@@ -128,15 +139,18 @@ TEST_CASE("cuda int8 matmul matches the CPU int8 matmul (GEMV and dequantize + c
   }
 }
 
-TEST_CASE("cuda int8 matmul_add matches the CPU (GEMV accumulate, dequantize + cuBLASLt with beta = 1)", "[cuda]") {
-  auto gpu = cuda_backend();
+TEST_CASE("cuda int8 matmul_add matches the CPU (GEMV and gemv_int8_skinny accumulate, dequantize + cuBLASLt with beta = 1)",
+          "[cuda]") {
+  const bool skinny = GENERATE(false, true);
+  CAPTURE(skinny);
+  auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny});
   auto cpu = cpu_reference();
   std::mt19937 rng(43);
   for (const Case& c : {Case{2048, 2048, 128}, Case{2048, 8192, 64}, Case{517, 8200, 128}, Case{33, 160, 5}}) {
     const HostInt8 h = random_int8(rng, c.N, c.K, c.group);
     const DeviceInt8 gw = upload_int8(*gpu, h);
     const DeviceInt8 cw = upload_int8(*cpu, h);
-    for (int64_t M : {1, 5, 16}) {  // the GEMV (M <= 8) and the dequantized cuBLASLt product
+    for (int64_t M : {1, 5, 12, 16}) {  // the GEMV (M <= 8), gemv_int8_skinny, the dequantized cuBLASLt product
       CAPTURE(M, c.N, c.K, c.group);
       const auto res = bf16_rounded(random_vec(rng, size_t(M * c.N), -2.f, 2.f));
       const auto x = bf16_rounded(random_vec(rng, size_t(M * c.K)));
@@ -148,7 +162,7 @@ TEST_CASE("cuda int8 matmul_add matches the CPU (GEMV accumulate, dequantize + c
       DeviceTensor cscratch = poisoned(*cpu, DType::f32, {M, c.N});
       REQUIRE(gpu->matmul_add(gres.t, gx.t, gw.weight(), gscratch.t).has_value());
       REQUIRE(cpu->matmul_add(cres.t, cx.t, cw.weight(), cscratch.t).has_value());
-      const bool gemv = M <= cuda::kGemvInt8MaxRows;
+      const bool gemv = exact_path(skinny, M, c);
       CHECK(rel_error(download(*gpu, gres.t), download(*cpu, cres.t)) < (gemv ? kBf16OutputTol : kDequantBf16Tol));
     }
   }

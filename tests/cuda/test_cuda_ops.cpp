@@ -151,7 +151,7 @@ TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs
 
 TEST_CASE("cuda matmul for decode batches (tensor-core weight streaming) matches the CPU", "[cuda]") {
   // Each decode-batch kernel in turn: gemv_mma (opt-in), gemv_skinny (the default up to 16 rows
-  // and N <= 8192), and cuBLASLt alone.
+  // and N <= 8192, one row at N * K <= 12 Mi), and cuBLASLt alone.
   const CudaBackendOptions kernels[] = {
       CudaBackendOptions{.mma_decode_matmul = true, .skinny_decode_matmul = false},
       CudaBackendOptions{.skinny_decode_matmul = true}, CudaBackendOptions{.skinny_decode_matmul = false}};
@@ -503,7 +503,8 @@ TEST_CASE("make_cuda_backend reports a missing device as an error", "[cuda]") {
 }
 
 TEST_CASE("cuda matmul_add matches the CPU (GEMV add mode at M = 1, cuBLASLt with beta = 1 above)", "[cuda]") {
-  // With skinny_decode_matmul, 2 <= M <= 16 with K % 8 == 0 and N <= 8192 runs gemv_skinny's add mode.
+  // With skinny_decode_matmul, 2 <= M <= 16 with K % 8 == 0 and N <= 8192 runs gemv_skinny's add mode,
+  // and so does M = 1 with N * K <= 12 Mi (the one-row policy).
   const bool skinny = GENERATE(false, true);
   CAPTURE(skinny);
   auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny});
@@ -562,21 +563,31 @@ TEST_CASE("cuda matmul_add rejects mismatched tensors with an error", "[cuda]") 
   CHECK(a3.error().code == Errc::invalid_argument);
 }
 
-TEST_CASE("cuda matmul_silu matches the CPU (GEMV SwiGLU mode at M = 1, product + silu_mul above)", "[cuda]") {
-  auto gpu = cuda_backend();
+TEST_CASE("cuda matmul_silu matches the CPU (GEMV and gemv_skinny SwiGLU modes, product + silu_mul)", "[cuda]") {
+  // With skinny_decode_matmul, M <= 16 with K % 8 == 0 and I <= 8192 runs gemv_skinny's SwiGLU mode
+  // (16 warps per block while I / 16 blocks fit one wave, else 8) unless M = 1 and K >= 4096 (the
+  // GEMV's); without it, or past 16 rows, the product.
+  const bool skinny = GENERATE(false, true);
+  CAPTURE(skinny);
+  auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny});
   auto cpu = cpu_reference();
   std::mt19937 rng(25);
   struct Shape {
     int64_t M, I, K;
   };
   // M = 1, K >= 4096, K % 8 == 0: every K split of the GEMV's SwiGLU mode (I >= 8192: 1, >= 4096: 2,
-  // >= 2048: 4, below: 8), outputs not filling the last block; K < 4096 or M > 1: the product, then
-  // silu_mul. Gate and up are rounded to bf16 before SwiGLU (as the unfused product stores them), then
-  // the output: three roundings, about 3e-3 norm-wise (simulated), hence twice the one-rounding bound.
+  // >= 2048: 4, below: 8), outputs not filling the last block; K < 4096: gemv_skinny, or the product
+  // then silu_mul. M = 2..16: 8 and 16 activation rows per MMA tile, I not a multiple of 16, K not a
+  // multiple of the 32-k chunk, grids of one and of several waves; M = 17 and K % 8 != 0: the
+  // product. Gate and up are rounded to bf16 before SwiGLU (as the unfused product stores them),
+  // then the output: three roundings, about 3e-3 norm-wise (simulated), hence twice the
+  // one-rounding bound.
   constexpr double kSwiGluTol = 2 * kBf16OutputTol;
   for (Shape s : {Shape{1, 8192, 4096}, Shape{1, 4100, 4096}, Shape{1, 2100, 4104}, Shape{1, 1000, 4096},
                   Shape{1, 301, 8192}, Shape{1, 8192, 2048}, Shape{1, 517, 72}, Shape{1, 50, 36},
-                  Shape{3, 1000, 72}, Shape{16, 2048, 2048}}) {
+                  Shape{3, 1000, 72}, Shape{16, 2048, 2048}, Shape{2, 8192, 2048}, Shape{5, 1000, 72},
+                  Shape{8, 301, 520}, Shape{9, 2100, 4104}, Shape{12, 40, 8}, Shape{16, 8192, 2048},
+                  Shape{16, 2056, 1000}, Shape{4, 50, 36}, Shape{17, 300, 64}}) {
     const auto x = bf16_rounded(random_vec(rng, size_t(s.M * s.K), -1.f, 1.f));
     const auto w = bf16_rounded(random_vec(rng, size_t(2 * s.I * s.K), -0.2f, 0.2f));
     CAPTURE(s.M, s.I, s.K);
@@ -591,6 +602,8 @@ TEST_CASE("cuda matmul_silu matches the CPU (GEMV SwiGLU mode at M = 1, product 
     REQUIRE(gpu->matmul_silu(gout.t, gx.t, weight_of(gw), gscratch.t).has_value());
     REQUIRE(cpu->matmul_silu(cout.t, cx.t, weight_of(cw), cscratch.t).has_value());
     CHECK(rel_error(download(*gpu, gout.t), download(*cpu, cout.t)) < kSwiGluTol);
+    if (skinny && s.M >= 2 && s.M <= 16 && s.K % 8 == 0)  // fused: the scratch is never written
+      for (float v : download(*gpu, gscratch.t)) REQUIRE(std::isnan(v));
   }
 }
 

@@ -86,14 +86,17 @@ int64_t skinny_max_n() {
   return n;
 }
 
+// Whether the environment variable `name` is unset or does not start with '0' (a default-on switch).
+bool env_not_zero(const char* name) {
+  const char* e = std::getenv(name);
+  return e == nullptr || e[0] != '0';
+}
+
 // matmul_silu of decode batches (2..16 rows, I <= skinny_max_n()) on gemv_skinny's SwiGLU mode, with
 // skinny_decode_matmul: Llama-3.2-1B B = 16 1.067-1.076 -> 1.032-1.034 ms/step (docs/performance.md,
 // row 39). PHOTON_CUDA_SKINNY_SILU=0 keeps the product + silu_mul pair (measurements).
 bool skinny_silu_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("PHOTON_CUDA_SKINNY_SILU");
-    return e == nullptr || e[0] != '0';
-  }();
+  static const bool on = env_not_zero("PHOTON_CUDA_SKINNY_SILU");
   return on;
 }
 
@@ -101,8 +104,9 @@ bool skinny_silu_enabled() {
 // skinny_max_n(): matmul_silu where the one-row GEMV has no SwiGLU mode (K < kSwiGluGemvMinK), and
 // plain or add products of at most kOneRowSkinnyMaxNK weights (Llama-3.2-1B's qkv and o; not its down
 // or Qwen3-8B's matrices, 16 Mi weights and more, where the one-row GEMV's streaming matters more
-// than gemv_skinny's early first round: Qwen3-8B measured 4.12 -> 4.27 ms/token with them on it). PHOTON_CUDA_SKINNY_M1=1 puts every
-// one-row product within skinny_max_n() on it, =0 none (measurements: docs/performance.md, row 41).
+// than gemv_skinny's early first round: Qwen3-8B measured 4.12 -> 4.27 ms/token with them on it).
+// PHOTON_CUDA_SKINNY_M1=1 puts every one-row product within skinny_max_n() on it, =0 none
+// (measurements: docs/performance.md, row 41).
 enum class OneRowSkinny { none, bounded, all };
 OneRowSkinny one_row_skinny() {
   static const OneRowSkinny v = [] {
@@ -124,10 +128,7 @@ int64_t one_row_skinny_max_nk() {  // PHOTON_CUDA_SKINNY_M1_MAX_NK overrides the
 // int8 decode-batch products on gemv_int8_skinny, with skinny_decode_matmul; PHOTON_CUDA_INT8_SKINNY=0
 // keeps the int8 GEMV and dequantize + cuBLASLt (measurements).
 bool int8_skinny_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("PHOTON_CUDA_INT8_SKINNY");
-    return e == nullptr || e[0] != '0';
-  }();
+  static const bool on = env_not_zero("PHOTON_CUDA_INT8_SKINNY");
   return on;
 }
 

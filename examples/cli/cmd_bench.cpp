@@ -333,7 +333,8 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
                  "sm_90+: merge decode attention's context splits inside a thread-block cluster (true|false)")
       ->default_val(true);
   app.add_option("--skinny-decode-matmul", a->skinny_decode_matmul,
-                 "2..16-row matmuls with N <= 8192 on the gemv_skinny tensor-core kernel (true|false)")
+                 "decode batches' small matmuls (and gate/up + SwiGLU, int8 matmuls) on the skinny tensor-core "
+                 "kernels (true|false)")
       ->default_val(true);
   app.add_option("--persistent-decode", a->persistent_decode,
                  "sm_90+: single-sequence decode steps run every layer in one persistent kernel (true|false)")

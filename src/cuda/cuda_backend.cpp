@@ -74,15 +74,18 @@ constexpr int64_t kClusterMergeMaxKeys = 2048;
 // K = 2048 1.4% slower (docs/performance.md, row 28).
 constexpr int64_t kSwiGluGemvMinK = 4096;
 
+// The environment variable `name` as an integer when set and >= min_value, else fallback (measurement knobs).
+int64_t env_int64(const char* name, int64_t fallback, int64_t min_value) {
+  const char* e = std::getenv(name);
+  return e != nullptr && std::atoll(e) >= min_value ? int64_t(std::atoll(e)) : fallback;
+}
+
 // skinny_decode_matmul serves products with at most this many output features (a layer's qkv, o and
 // down, and the gate/up product with SwiGLU of I outputs; plain gate_up products and the LM head stay
 // on cuBLASLt, which streams them at 3.6-4.2 TB/s).
 // PHOTON_CUDA_SKINNY_MAX_N overrides it (measurements).
 int64_t skinny_max_n() {
-  static const int64_t n = [] {
-    const char* e = std::getenv("PHOTON_CUDA_SKINNY_MAX_N");
-    return e != nullptr && std::atoll(e) > 0 ? int64_t(std::atoll(e)) : int64_t(8192);
-  }();
+  static const int64_t n = env_int64("PHOTON_CUDA_SKINNY_MAX_N", 8192, 1);
   return n;
 }
 
@@ -118,10 +121,7 @@ OneRowSkinny one_row_skinny() {
 }
 constexpr int64_t kOneRowSkinnyMaxNK = int64_t(12) << 20;  // N * K
 int64_t one_row_skinny_max_nk() {  // PHOTON_CUDA_SKINNY_M1_MAX_NK overrides the bound (measurements)
-  static const int64_t v = [] {
-    const char* e = std::getenv("PHOTON_CUDA_SKINNY_M1_MAX_NK");
-    return e != nullptr && std::atoll(e) >= 0 ? int64_t(std::atoll(e)) : kOneRowSkinnyMaxNK;
-  }();
+  static const int64_t v = env_int64("PHOTON_CUDA_SKINNY_M1_MAX_NK", kOneRowSkinnyMaxNK, 0);
   return v;
 }
 

@@ -132,6 +132,14 @@ bool int8_skinny_enabled() {
   return on;
 }
 
+bool int8_skinny_silu() {  // experiment switch, off by default (unmeasured)
+  static const bool on = [] {
+    const char* e = std::getenv("PHOTON_CUDA_INT8_SKINNY_SILU");
+    return e != nullptr && e[0] == '1';
+  }();
+  return on;
+}
+
 // Batch-size buckets of decode graphs: powers of two to 8, then multiples of 8 to 64, then of 32.
 int32_t bucket_for(int32_t s) {
   if (s <= 8) {
@@ -310,6 +318,15 @@ class CudaBackend final : public Backend {
         (M >= 2 || one_row_skinny() != OneRowSkinny::none)) {
       cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(I), int32_t(K), false, cuda::GemvMode::silu};
       if (cuda::gemv_skinny_applies(g)) return cuda::launch_gemv_skinny(g, num_sms_, stream_);
+    }
+    // Experiment: int8 decode batches on gemv_int8_skinny's SwiGLU mode (PHOTON_CUDA_INT8_SKINNY_SILU=1).
+    if (W.w.dtype == DType::i8 && options_.skinny_decode_matmul && int8_skinny_enabled() && int8_skinny_silu() &&
+        I <= skinny_max_n() && W.w.data != nullptr && W.scales.dtype == DType::f32 && W.scales.data != nullptr &&
+        W.group_size > 0 && W.scales.rank == 2 && W.scales.dim(0) == 2 * I &&
+        W.scales.dim(1) == int8_group_count(K, W.group_size) && K < (int64_t(1) << 31)) {
+      cuda::GemvInt8Args g{out.data, bf(x), W.w.as<const int8_t>(), W.scales.as<const float>(), int32_t(M),
+                           int32_t(I), int32_t(K), W.group_size, false, false, true};
+      if (cuda::gemv_int8_skinny_applies(g)) return cuda::launch_gemv_int8_skinny(g, num_sms_, stream_);
     }
     PHOTON_TRY(product(op, scratch, x, W, false));
     return silu_mul(out, scratch.view({M, 2 * I}));

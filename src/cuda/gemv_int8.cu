@@ -222,7 +222,7 @@ __global__ void __launch_bounds__(kDequantThreads) dequantize_int8_kernel(Dequan
 
 bool gemv_int8_applies(const GemvInt8Args& a) {
   return a.M >= 1 && a.M <= kGemvInt8MaxRows && a.N > 0 && a.K > 0 && a.group > 0 && a.out != nullptr &&
-         a.x != nullptr && a.w != nullptr && a.scales != nullptr && !(a.accumulate && a.out_f32);
+         a.x != nullptr && a.w != nullptr && a.scales != nullptr && !(a.accumulate && a.out_f32) && !a.silu;
 }
 
 Status launch_gemv_int8(const GemvInt8Args& a, cudaStream_t stream) {

@@ -48,6 +48,9 @@ struct GemvInt8Args {
   int32_t group = 0;                   // > 0; the last group of a row shorter when it does not divide K
   bool out_f32 = false;
   bool accumulate = false;             // out (bf16) += the product, rounded once (matmul_add)
+  // gemv_int8_skinny only: out[M, N] = silu(x @ w[:N]^T) * (x @ w[N:]^T), w [2N, K] and scales
+  // [2N, groups] (matmul_silu; gate and up rounded to bf16 before SwiGLU); bf16 out, no accumulate.
+  bool silu = false;
 };
 
 // Whether launch_gemv_int8 serves this product (1 <= M <= kGemvInt8MaxRows, N, K, group > 0, non-null pointers,

@@ -18,32 +18,45 @@ __device__ __forceinline__ uint32_t word(const uint4& v, int j) { return j == 0 
 
 // Block of W warps: weight rows [16 b, 16 b + 16) (rows past N read row N - 1 and are never
 // written), all of K in 64-k chunks; NT n-tiles of 8 activation rows; IF chunks in flight per warp.
-template <int NT, int W, int IF, class Out, bool ADD>
+// SILU: each output has two weight rows, gate row n and up row N + n (codes and scales), a chunk's
+// activation fragments feeding both products; the epilogue writes silu(g) * u.
+template <int NT, int W, int IF, class Out, bool ADD, bool SILU>
 __global__ void __launch_bounds__(W * 32, 16 / W) gemv_int8_skinny_kernel(GemvInt8Args a) {
   constexpr int kWarps = W;
-  __shared__ float partial[kWarps][NT * 4][32];
+  constexpr int kMats = SILU ? 2 : 1;
+  __shared__ float partial[kWarps][kMats * NT * 4][32];
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = int(blockIdx.x) * 16;
   const int N = a.N, K = a.K, M = a.M, group = a.group;
   const int groups = (K + group - 1) / group;
   const int r_lo = min(row0 + g, N - 1), r_hi = min(row0 + g + 8, N - 1);
-  const int8_t* w_lo = a.w + int64_t(r_lo) * K + 16 * t;
-  const int8_t* w_hi = a.w + int64_t(r_hi) * K + 16 * t;
-  const float* s_lo = a.scales + int64_t(r_lo) * groups;
-  const float* s_hi = a.scales + int64_t(r_hi) * groups;
+  const int8_t* w_lo[kMats];
+  const int8_t* w_hi[kMats];
+  const float* s_lo[kMats];
+  const float* s_hi[kMats];
+#pragma unroll
+  for (int m = 0; m < kMats; ++m) {
+    w_lo[m] = a.w + (int64_t(m) * N + r_lo) * K + 16 * t;
+    w_hi[m] = a.w + (int64_t(m) * N + r_hi) * K + 16 * t;
+    s_lo[m] = a.scales + (int64_t(m) * N + r_lo) * groups;
+    s_hi[m] = a.scales + (int64_t(m) * N + r_hi) * groups;
+  }
   const int chunks = K / 64;
   const int rounds = ceil_div(chunks, kWarps * IF);
 
-  uint4 wa[IF], wb[IF];
-  float sa[IF], sb[IF];
+  uint4 wa[IF][kMats], wb[IF][kMats];
+  float sa[IF][kMats], sb[IF][kMats];
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   auto load_w = [&](int u, int c) {  // codes and scales do not depend on earlier kernels
     const bool in = c < chunks;
-    wa[u] = in ? __ldcs(reinterpret_cast<const uint4*>(w_lo + 64 * c)) : zero;
-    wb[u] = in ? __ldcs(reinterpret_cast<const uint4*>(w_hi + 64 * c)) : zero;
-    sa[u] = in ? __ldg(s_lo + (64 * c) / group) : 0.f;
-    sb[u] = in ? __ldg(s_hi + (64 * c) / group) : 0.f;
+#pragma unroll
+    for (int m = 0; m < kMats; ++m) {
+      wa[u][m] = in ? __ldcs(reinterpret_cast<const uint4*>(w_lo[m] + 64 * c)) : zero;
+      wb[u][m] = in ? __ldcs(reinterpret_cast<const uint4*>(w_hi[m] + 64 * c)) : zero;
+      sa[u][m] = in ? __ldg(s_lo[m] + (64 * c) / group) : 0.f;
+      sb[u][m] = in ? __ldg(s_hi[m] + (64 * c) / group) : 0.f;
+    }
   };
 #pragma unroll
   for (int u = 0; u < IF; ++u) load_w(u, warp + u * kWarps);
@@ -81,37 +94,42 @@ __global__ void __launch_bounds__(W * 32, 16 / W) gemv_int8_skinny_kernel(GemvIn
 #pragma unroll
   for (int u = 0; u < IF; ++u) load_x(u, warp + u * kWarps);
 
-  float acc[NT][4];
+  float acc[kMats][NT][4];
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+  for (int m = 0; m < kMats; ++m)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) acc[m][nt][0] = acc[m][nt][1] = acc[m][nt][2] = acc[m][nt][3] = 0.f;
   for (int r = 0; r < rounds; ++r) {
 #pragma unroll
     for (int u = 0; u < IF; ++u) {
-      const uint4 la = make_uint4(wa[u].x ^ 0x80808080u, wa[u].y ^ 0x80808080u, wa[u].z ^ 0x80808080u,
-                                  wa[u].w ^ 0x80808080u);
-      const uint4 lb = make_uint4(wb[u].x ^ 0x80808080u, wb[u].y ^ 0x80808080u, wb[u].z ^ 0x80808080u,
-                                  wb[u].w ^ 0x80808080u);
-      float part[NT][4];
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) part[nt][0] = part[nt][1] = part[nt][2] = part[nt][3] = 0.f;
+      for (int m = 0; m < kMats; ++m) {
+        const uint4 la = make_uint4(wa[u][m].x ^ 0x80808080u, wa[u][m].y ^ 0x80808080u, wa[u][m].z ^ 0x80808080u,
+                                    wa[u][m].w ^ 0x80808080u);
+        const uint4 lb = make_uint4(wb[u][m].x ^ 0x80808080u, wb[u][m].y ^ 0x80808080u, wb[u][m].z ^ 0x80808080u,
+                                    wb[u][m].w ^ 0x80808080u);
+        float part[NT][4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        // A: a0 / a2 row g, a1 / a3 row g + 8; codes 4j, 4j + 1 then 4j + 2, 4j + 3 of the lane's 16.
-        const uint32_t af[4] = {codes_to_bf16x2(word(la, j), 0), codes_to_bf16x2(word(lb, j), 0),
-                                codes_to_bf16x2(word(la, j), 1), codes_to_bf16x2(word(lb, j), 1)};
+        for (int nt = 0; nt < NT; ++nt) part[nt][0] = part[nt][1] = part[nt][2] = part[nt][3] = 0.f;
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          const uint4& xs = xv[u][nt][j >> 1];
-          const uint32_t b0 = (j & 1) ? xs.z : xs.x, b1 = (j & 1) ? xs.w : xs.y;
-          mma_bf16_16816(part[nt], af, b0, b1);
+        for (int j = 0; j < 4; ++j) {
+          // A: a0 / a2 row g, a1 / a3 row g + 8; codes 4j, 4j + 1 then 4j + 2, 4j + 3 of the lane's 16.
+          const uint32_t af[4] = {codes_to_bf16x2(word(la, j), 0), codes_to_bf16x2(word(lb, j), 0),
+                                  codes_to_bf16x2(word(la, j), 1), codes_to_bf16x2(word(lb, j), 1)};
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            const uint4& xs = xv[u][nt][j >> 1];
+            const uint32_t b0 = (j & 1) ? xs.z : xs.x, b1 = (j & 1) ? xs.w : xs.y;
+            mma_bf16_16816(part[nt], af, b0, b1);
+          }
         }
-      }
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {  // C rows: entries 0, 1 weight row g, entries 2, 3 row g + 8
-        acc[nt][0] += sa[u] * part[nt][0];
-        acc[nt][1] += sa[u] * part[nt][1];
-        acc[nt][2] += sb[u] * part[nt][2];
-        acc[nt][3] += sb[u] * part[nt][3];
+        for (int nt = 0; nt < NT; ++nt) {  // C rows: entries 0, 1 weight row g, entries 2, 3 row g + 8
+          acc[m][nt][0] += sa[u][m] * part[nt][0];
+          acc[m][nt][1] += sa[u][m] * part[nt][1];
+          acc[m][nt][2] += sb[u][m] * part[nt][2];
+          acc[m][nt][3] += sb[u][m] * part[nt][3];
+        }
       }
       const int c = warp + ((r + 1) * IF + u) * kWarps;
       load_w(u, c);
@@ -120,25 +138,35 @@ __global__ void __launch_bounds__(W * 32, 16 / W) gemv_int8_skinny_kernel(GemvIn
   }
 
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
+  for (int m = 0; m < kMats; ++m)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) partial[warp][nt * 4 + i][lane] = acc[nt][i];
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) partial[warp][(m * NT + nt) * 4 + i][lane] = acc[m][nt][i];
   __syncthreads();
   if (!e_live) return;
-  float v = 0.f;
+  float v[kMats] = {};
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) v += partial[w][e_idx][e_ln];
+  for (int m = 0; m < kMats; ++m)
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) v[m] += partial[w][m * NT * 4 + e_idx][e_ln];
   Out* out = static_cast<Out*>(a.out);
-  if constexpr (sizeof(Out) == 4) out[e_out] = v;
-  else out[e_out] = to_bf16(ADD ? res + v : v);
+  if constexpr (sizeof(Out) == 4) out[e_out] = v[0];
+  else if constexpr (SILU)  // gate and up rounded to bf16 first, as the unfused product stores them
+    out[e_out] = to_bf16(silu_times(to_f32(to_bf16(v[0])), to_f32(to_bf16(v[kMats - 1]))));
+  else out[e_out] = to_bf16(ADD ? res + v[0] : v[0]);
 }
 
 template <int NT, int W, int IF>
 cudaError_t launch_ntw(const GemvInt8Args& a, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(ceil_div(a.N, 16))), block(unsigned(W * 32));
-  if (a.out_f32) return launch_kernel(gemv_int8_skinny_kernel<NT, W, IF, float, false>, grid, block, 0, stream, a);
-  if (a.accumulate) return launch_kernel(gemv_int8_skinny_kernel<NT, W, IF, bf16, true>, grid, block, 0, stream, a);
-  return launch_kernel(gemv_int8_skinny_kernel<NT, W, IF, bf16, false>, grid, block, 0, stream, a);
+  if (a.out_f32)
+    return launch_kernel(gemv_int8_skinny_kernel<NT, W, IF, float, false, false>, grid, block, 0, stream, a);
+  if (a.accumulate)
+    return launch_kernel(gemv_int8_skinny_kernel<NT, W, IF, bf16, true, false>, grid, block, 0, stream, a);
+  if (a.silu)  // two matrices: half the chunks in flight, the same code bytes per lane
+    return launch_kernel(gemv_int8_skinny_kernel<NT, W, (IF / 2 > 0 ? IF / 2 : 1), bf16, false, true>, grid, block, 0, stream, a);
+  return launch_kernel(gemv_int8_skinny_kernel<NT, W, IF, bf16, false, false>, grid, block, 0, stream, a);
 }
 
 template <int NT, int IF>
@@ -151,14 +179,15 @@ cudaError_t launch_nt(const GemvInt8Args& a, int32_t num_sms, cudaStream_t strea
 bool gemv_int8_skinny_applies(const GemvInt8Args& a) {
   return a.M >= kGemvInt8SkinnyMinRows && a.M <= kGemvInt8SkinnyMaxRows && a.N > 0 && a.K > 0 && a.K % 64 == 0 &&
          a.group > 0 && a.group % 64 == 0 && a.out != nullptr && a.x != nullptr && a.w != nullptr &&
-         a.scales != nullptr && is_aligned(a.x, 16) && is_aligned(a.w, 16) && !(a.accumulate && a.out_f32);
+         a.scales != nullptr && is_aligned(a.x, 16) && is_aligned(a.w, 16) && !(a.accumulate && a.out_f32) &&
+         !(a.silu && (a.accumulate || a.out_f32));
 }
 
 Status launch_gemv_int8_skinny(const GemvInt8Args& a, int32_t num_sms, cudaStream_t stream) {
   if (!gemv_int8_skinny_applies(a))
     return bad_launch("gemv_int8_skinny",
                       "needs 2 <= M <= 16, K and group multiples of 64, 16-byte aligned x and codes, bf16 out to "
-                      "accumulate into");
+                      "accumulate into, SwiGLU without accumulate and with a bf16 out");
   if (num_sms <= 0) return bad_launch("gemv_int8_skinny", "num_sms must be positive");
   const cudaError_t err = a.M <= 8 ? launch_nt<1, 4>(a, num_sms, stream) : launch_nt<2, 3>(a, num_sms, stream);
   PHOTON_CUDA_TRY(err);

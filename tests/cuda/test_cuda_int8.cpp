@@ -199,3 +199,38 @@ TEST_CASE("cuda int8 matmul rejects inconsistent int8 weights", "[cuda]") {
     CHECK(r.error().code == Errc::shape_mismatch);
   }
 }
+
+TEST_CASE("cuda int8 matmul_silu matches the CPU (product + silu_mul, or gemv_int8_skinny's SwiGLU mode)", "[cuda]") {
+  // The SwiGLU mode serves 2..16 rows with K and group multiples of 64 when
+  // PHOTON_CUDA_INT8_SKINNY_SILU=1 (an experiment); otherwise the int8 product into the scratch, then
+  // silu_mul. Both dequantize exactly at 2..16 rows with skinny on; gate and up are rounded to bf16
+  // before SwiGLU, then the output: twice the one-rounding bound (the dequantized cuBLASLt path:
+  // twice its own).
+  const bool skinny = GENERATE(false, true);
+  CAPTURE(skinny);
+  auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny});
+  auto cpu = cpu_reference();
+  std::mt19937 rng(44);
+  for (const Case& c :
+       {Case{2 * 8192, 2048, 128}, Case{2 * 300, 512, 64}, Case{2 * 1000, 1024, 128}, Case{2 * 40, 160, 32}}) {
+    const HostInt8 h = random_int8(rng, c.N, c.K, c.group);
+    const DeviceInt8 gw = upload_int8(*gpu, h);
+    const DeviceInt8 cw = upload_int8(*cpu, h);
+    const int64_t I = c.N / 2;
+    for (int64_t M : {1, 2, 5, 12, 16, 20}) {
+      CAPTURE(M, I, c.K, c.group);
+      const auto x = bf16_rounded(random_vec(rng, size_t(M * c.K)));
+      DeviceTensor gx = upload(*gpu, x, DType::bf16, {M, c.K});
+      DeviceTensor gout = poisoned(*gpu, DType::bf16, {M, I});
+      DeviceTensor gscratch = poisoned(*gpu, DType::bf16, {M, 2 * I});
+      DeviceTensor cx = upload(*cpu, x, DType::f32, {M, c.K});
+      DeviceTensor cout = poisoned(*cpu, DType::f32, {M, I});
+      DeviceTensor cscratch = poisoned(*cpu, DType::f32, {M, 2 * I});
+      REQUIRE(gpu->matmul_silu(gout.t, gx.t, gw.weight(), gscratch.t).has_value());
+      REQUIRE(cpu->matmul_silu(cout.t, cx.t, cw.weight(), cscratch.t).has_value());
+      const bool exact = exact_path(skinny, M, c);
+      CHECK(rel_error(download(*gpu, gout.t), download(*cpu, cout.t)) <
+            2 * (exact ? kBf16OutputTol : kDequantBf16Tol));
+    }
+  }
+}

@@ -132,11 +132,10 @@ bool int8_skinny_enabled() {
   return on;
 }
 
-bool int8_skinny_silu() {  // experiment switch, off by default (unmeasured)
-  static const bool on = [] {
-    const char* e = std::getenv("PHOTON_CUDA_INT8_SKINNY_SILU");
-    return e != nullptr && e[0] == '1';
-  }();
+// gemv_int8_skinny's SwiGLU mode for int8 decode batches (docs/performance.md, row 45: B = 16
+// 1.092 -> 0.964 ms/step); PHOTON_CUDA_INT8_SKINNY_SILU=0 restores the product + silu_mul pair.
+bool int8_skinny_silu() {
+  static const bool on = env_not_zero("PHOTON_CUDA_INT8_SKINNY_SILU");
   return on;
 }
 
@@ -319,7 +318,7 @@ class CudaBackend final : public Backend {
       cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(I), int32_t(K), false, cuda::GemvMode::silu};
       if (cuda::gemv_skinny_applies(g)) return cuda::launch_gemv_skinny(g, num_sms_, stream_);
     }
-    // Experiment: int8 decode batches on gemv_int8_skinny's SwiGLU mode (PHOTON_CUDA_INT8_SKINNY_SILU=1).
+    // int8 decode batches: gemv_int8_skinny's SwiGLU mode (the [M, 2I] product and silu_mul gone).
     if (W.w.dtype == DType::i8 && options_.skinny_decode_matmul && int8_skinny_enabled() && int8_skinny_silu() &&
         I <= skinny_max_n() && W.w.data != nullptr && W.scales.dtype == DType::f32 && W.scales.data != nullptr &&
         W.group_size > 0 && W.scales.rank == 2 && W.scales.dim(0) == 2 * I &&

@@ -201,9 +201,8 @@ TEST_CASE("cuda int8 matmul rejects inconsistent int8 weights", "[cuda]") {
 }
 
 TEST_CASE("cuda int8 matmul_silu matches the CPU (product + silu_mul, or gemv_int8_skinny's SwiGLU mode)", "[cuda]") {
-  // The SwiGLU mode serves 2..16 rows with K and group multiples of 64 when
-  // PHOTON_CUDA_INT8_SKINNY_SILU=1 (an experiment); otherwise the int8 product into the scratch, then
-  // silu_mul. Both dequantize exactly at 2..16 rows with skinny on; gate and up are rounded to bf16
+  // The SwiGLU mode serves 2..16 rows with K and group multiples of 64 (unless
+  // PHOTON_CUDA_INT8_SKINNY_SILU=0); otherwise the int8 product into the scratch, then silu_mul. Both dequantize exactly at 2..16 rows with skinny on; gate and up are rounded to bf16
   // before SwiGLU, then the output: twice the one-rounding bound (the dequantized cuBLASLt path:
   // twice its own).
   const bool skinny = GENERATE(false, true);

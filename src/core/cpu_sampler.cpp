@@ -1,7 +1,7 @@
 // The CPU sampler: docs/sampling.md, step by step, one row per work item.
 //
-// When no top-k / top-p rule cuts the candidates, the draw walks them in id
-// order (docs/sampling.md, section 5). Otherwise the order pi (candidates by
+// When no top-k / top-p rule cuts the candidates, the draw is Gumbel-max over
+// the kept ids (docs/sampling.md, section 5): no order is built. Otherwise the order pi (candidates by
 // z descending, ties to the lower id) is built lazily: SortedPrefix sorts only as far as a filter or the draw looks, in
 // doubling chunks (nth_element, then sort of the chunk), so a peaked
 // distribution costs O(V) instead of O(V log V).
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/cpu_ops.hpp"
+#include "core/gumbel.hpp"
 #include "core/philox.hpp"
 #include "core/try.hpp"
 
@@ -143,27 +144,22 @@ Result<int32_t> choose(const RowInput& in, int32_t* ids) {
       total += double(wi);
     }
   }
-  const double u = philox_uniform(p.seed, in.step);
   if ((p.top_k == 0 || p.top_k >= n) && p.top_p >= 1.0f) {
-    // No prefix rule cuts pi: the kept set is {w >= min_p}, drawn in id order.
-    double kept_mass = 0;
-    int64_t last = -1;
+    // No prefix rule cuts pi: Gumbel-max over the kept set {w >= min_p}, ids ascending (ties to the lower).
+    int32_t best = -1;
+    float best_score = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n; ++j) {
-      const float wj = w(ids[j]);
-      if (wj < p.min_p) continue;  // w_max == 1
-      kept_mass += double(wj);
-      last = j;
+      const int32_t i = ids[j];
+      if (w(i) < p.min_p) continue;  // w_max == 1
+      const float score = z[i] + gumbel_noise(p.seed, in.step, uint32_t(i));
+      if (best < 0 || score > best_score) {
+        best = i;
+        best_score = score;
+      }
     }
-    const double target = u * kept_mass;
-    double cum = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      const float wj = w(ids[j]);
-      if (wj < p.min_p) continue;
-      cum += double(wj);
-      if (cum > target) return ids[j];
-    }
-    return ids[last];  // last >= 0: the maximum has w == 1 >= min_p
+    return best;  // >= 0: the maximum has w == 1 >= min_p
   }
+  const double u = philox_uniform(p.seed, in.step);
   SortedPrefix pi(ids, n, z);
 
   int64_t kept = n;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -11,6 +12,16 @@ namespace photon::cuda {
 namespace {
 
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+// The one-pass kernel for batches that allow it; PHOTON_CUDA_SAMPLE_ONE_PASS=0 sends every batch to
+// the general kernel (measurements, tests of that path).
+bool one_pass_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("PHOTON_CUDA_SAMPLE_ONE_PASS");
+    return e == nullptr || e[0] != '0';
+  }();
+  return on;
+}
 
 Unexpected bad_row(int32_t row, const std::string& what) {
   return fail(Errc::invalid_argument, "sample: row " + std::to_string(row) + ": " + what);
@@ -115,7 +126,8 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
 
   SampleArgs a;
   auto* params = inline_params ? a.inline_params : reinterpret_cast<SampleRowParams*>(static_cast<char*>(host_up_) + o_params);
-  bool id_order_only = true;  // every row greedy or a plain id-order draw: the lean kernel
+  // Every row greedy or a Gumbel-max draw without min-p, and at most kOnePassMaxRows: the one-pass kernel.
+  bool one_pass = one_pass_enabled() && R <= kOnePassMaxRows;
   for (int32_t r = 0; r < R; ++r) {
     const SamplingParams& p = batch.params[r];
     SampleRowParams& d = params[r];
@@ -133,10 +145,25 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
     d.hist_end = has_hist ? batch.history_offsets[r + 1] : 0;
     const bool penalized = d.hist_end > d.hist_begin && (p.repetition_penalty != 1.f || p.frequency_penalty != 0.f ||
                                                          p.presence_penalty != 0.f);
-    id_order_only = id_order_only && !penalized && p.num_logprobs == 0 &&
-                    (p.temperature == 0.f || ((p.top_k == 0 || int64_t(p.top_k) >= V) && p.top_p >= 1.f));
+    one_pass = one_pass && !penalized && p.num_logprobs == 0 &&
+               (p.temperature == 0.f ||
+                (p.min_p == 0.f && (p.top_k == 0 || int64_t(p.top_k) >= V) && p.top_p >= 1.f));
   }
-  a.id_order_only = id_order_only;
+  a.one_pass = one_pass;
+  if (one_pass) {
+    const size_t partial_bytes = size_t(R) * size_t(one_pass_slices(R, int32_t(V), num_sms_)) * kOnePassPartialBytes;
+    if (one_pass_partials_.size() < partial_bytes) {
+      one_pass_partials_ = Buffer();
+      PHOTON_ASSIGN_OR_RETURN(one_pass_partials_, backend_.allocate(partial_bytes * 3 / 2));
+    }
+    if (one_pass_arrivals_.size() < size_t(R) * 4) {  // zero before a launch; every launch leaves them zero
+      one_pass_arrivals_ = Buffer();
+      PHOTON_ASSIGN_OR_RETURN(one_pass_arrivals_, backend_.allocate(std::max<size_t>(size_t(R) * 6, 1024)));
+      PHOTON_CUDA_TRY(cudaMemsetAsync(one_pass_arrivals_.data(), 0, one_pass_arrivals_.size(), stream_));
+    }
+    a.one_pass_partials = one_pass_partials_.data();
+    a.one_pass_arrivals = static_cast<int32_t*>(one_pass_arrivals_.data());
+  }
   if (hist_total > 0) {
     std::memcpy(static_cast<char*>(host_up_) + o_tok, batch.history_tokens, size_t(hist_total) * 4);
     std::memcpy(static_cast<char*>(host_up_) + o_cnt, batch.history_output_counts, size_t(hist_total) * 4);
@@ -144,7 +171,9 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
   if (up > 0) PHOTON_CUDA_TRY(cudaMemcpyAsync(dev_up_.data(), host_up_, up, cudaMemcpyHostToDevice, stream_));
 
   char* du = static_cast<char*>(dev_up_.data());
-  char* dd = static_cast<char*>(dev_down_.data());
+  // The one-pass kernel writes its few result bytes straight into the pinned host buffer (mapped
+  // into the device's address space under unified addressing): no device-to-host copy.
+  char* dd = static_cast<char*>(one_pass ? host_down_ : dev_down_.data());
   a.logits = logits.as<float>();
   a.params = inline_params ? nullptr : reinterpret_cast<const SampleRowParams*>(du + o_params);
   a.hist_tokens = reinterpret_cast<const int32_t*>(du + o_tok);
@@ -159,7 +188,7 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
   a.vocab = int32_t(V);
   a.max_logprobs = maxlp;
   PHOTON_TRY(launch_sample(a, compute_major_, num_sms_, stream_));
-  PHOTON_CUDA_TRY(cudaMemcpyAsync(host_down_, dev_down_.data(), down, cudaMemcpyDeviceToHost, stream_));
+  if (!one_pass) PHOTON_CUDA_TRY(cudaMemcpyAsync(host_down_, dev_down_.data(), down, cudaMemcpyDeviceToHost, stream_));
   PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
 
   const char* hd = static_cast<const char*>(host_down_);

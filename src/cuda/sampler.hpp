@@ -2,7 +2,8 @@
 // SampleBatch on the host, uploads the per-row parameters and penalty
 // history in one copy, runs the sampling kernel over the logits already on
 // the device, and brings back only the chosen ids, their logprobs and the
-// requested top-n (one copy, one wait).
+// requested top-n (one copy, one wait; the one-pass kernel writes them into
+// pinned host memory itself, so one wait).
 // Thread-compatibility: one thread at a time (the backend's).
 #pragma once
 
@@ -44,6 +45,7 @@ class Sampler {
   void* host_down_ = nullptr;  // pinned: results, downloaded
   size_t host_up_bytes_ = 0, host_down_bytes_ = 0;
   Buffer dev_up_, dev_down_, dev_hist_raw_;
+  Buffer one_pass_partials_, one_pass_arrivals_;  // the one-pass kernel's workspace (sampling.cuh)
 };
 
 }  // namespace photon::cuda

@@ -2,8 +2,8 @@
 
 #include <climits>
 #include <cmath>
-#include <cstdlib>
 
+#include "core/gumbel.hpp"
 #include "core/philox.hpp"
 #include "cuda/common.cuh"
 #include "cuda/launch.cuh"
@@ -33,14 +33,8 @@ struct BestBad {
   Best best;
   u64 bad;
 };
-// A block's share of the id-order draw: the kept mass before this block (in
-// id order), the row's kept mass, this block's kept mass, and a float sum.
-struct Exchange {
-  u64 before, total, mine;
-  float f;
-};
 constexpr int kSlotBytes = 32;
-static_assert(sizeof(Exchange) <= kSlotBytes && sizeof(BestBad) <= kSlotBytes, "slot size");
+static_assert(sizeof(BestBad) <= kSlotBytes, "slot size");
 
 struct SharedState {
   u64 hist[2][kBins];  // this block's digit histogram, kSub copies per digit (two phases, see Group)
@@ -120,10 +114,6 @@ struct BlockGroup {
   __device__ u64 sum(u64 v) { return block_sum_u64(v, sh); }
   __device__ float sum(float v) { return block_sum_f32(v, sh); }
   __device__ BestBad best_bad(Best b, u64 bad) { return BestBad{block_best(b, sh), block_sum_u64(bad, sh)}; }
-  __device__ Exchange exchange(u64 mass, float f) {
-    const u64 total = block_sum_u64(mass, sh);
-    return Exchange{0, total, total, block_sum_f32(f, sh)};
-  }
   __device__ u64* local_hist() { return sh.hist[0]; }
   // Makes sh.total the group's histogram of the pass just accumulated.
   __device__ void reduce_hist() {
@@ -187,22 +177,6 @@ struct ClusterGroup {
   __device__ BestBad best_bad(Best b, u64 bad) {
     const BestBad mine{block_best(b, sh), block_sum_u64(bad, sh)};
     return combine(mine, [](BestBad x, BestBad y) { return BestBad{better(x.best, y.best), x.bad + y.bad}; });
-  }
-  // Every block gets the row's totals and the kept mass of the blocks of lower rank.
-  __device__ Exchange exchange(u64 mass, float f) {
-    const u64 mine = block_sum_u64(mass, sh);
-    const float fmine = block_sum_f32(f, sh);
-    const Exchange* slots = push(Exchange{0, 0, mine, fmine});
-    cg::cluster_group c = cg::this_cluster();
-    const unsigned me = c.block_rank();
-    Exchange r{0, 0, mine, 0.f};
-    for (unsigned k = 0; k < c.num_blocks(); ++k) {  // rank order: the same float sum in every block
-      const Exchange& other = at(slots, k);
-      if (k < me) r.before += other.mine;
-      r.total += other.mine;
-      r.f += other.f;
-    }
-    return r;
   }
   __device__ u64* local_hist() { return sh.hist[hist_phase]; }
   __device__ void reduce_hist() {
@@ -294,21 +268,7 @@ struct Keep {
     key = order_key(z);
     return key < lim_key || (key == lim_key && i <= lim_id);
   }
-  // The id-order draw (no prefix rule): w of logit l and its fixed-point mass
-  // when kept (w > 0 and w >= min_p), else 0.
-  __device__ __forceinline__ u64 id_mass(float l, float& w) const { return id_order_mass(l, temperature, m, minp, w); }
 };
-
-// The id-order draw inside one block (sampling_device.cuh) with this kernel's kept masses.
-__device__ int descend_id_order(const float* l, int lo, int hi, const Keep& kp, u64 target, SharedState& sh) {
-  return sampling_detail::descend_id_order<kWarps>(
-      l, lo, hi,
-      [&](float x) {
-        float w;
-        return kp.id_mass(x, w);
-      },
-      target, sh.uv);
-}
 
 // First bin whose running total (after `before`) exceeds target; sets sh.key / sh.before.
 __device__ void pick_bin(SharedState& sh, uint32_t prefix, int shift, u64 before, u64 target) {
@@ -424,10 +384,9 @@ __device__ void sample_row(Group& grp, SharedState& sh, const SampleArgs& a, int
   const bool leader = tid == 0 && grp.rank() == 0;
   float* l = a.logits + int64_t(row_index) * V;
   const SampleRowParams P = a.params != nullptr ? a.params[row_index] : a.inline_params[row_index];
-  // The block that writes the row's outcome: rank 0, or the block holding the id-order draw.
-  int writer_rank = 0;
+  // Rank 0 writes the row's outcome.
   auto finish = [&](int status, int token, float logprob) {
-    if (tid == 0 && grp.rank() == writer_rank) {
+    if (tid == 0 && grp.rank() == 0) {
       a.out_status[row_index] = status;
       a.out_ids[row_index] = token;
       if (a.out_logprob != nullptr) a.out_logprob[row_index] = logprob;
@@ -538,26 +497,21 @@ __device__ void sample_row(Group& grp, SharedState& sh, const SampleArgs& a, int
     const double u = philox_uniform(P.seed, P.step);
     if (!cut && P.top_p >= 1.f) {
       if (P.min_p > 0.f) kp.minp = P.min_p;  // w_max = 1
-      // The id-order draw: per-block kept masses, their scan across the
-      // group, then a descent inside the block that holds u * S.
-      const bool unit_temp = P.temperature == 1.f && !penalized;  // then w = exp(l - raw max) exactly
-      u64 mass = 0;
+      // Gumbel-max over the kept ids (docs/sampling.md, section 5), the log-sum-exp in the same pass.
+      Best b{-INFINITY, INT_MAX};
       float lsum = 0.f;
-      row.each([&](int, float v) {
-        float w;
-        mass += kp.id_mass(v, w);
+      const bool unit_temp = P.temperature == 1.f && !penalized;  // then w = exp(l - raw max) exactly
+      row.each([&](int i, float v) {
+        const float z = kp.z_of(v);
+        const float w = expf(z - kp.m);
+        if (w > 0.f && w >= kp.minp) {
+          const float score = z + gumbel_noise(P.seed, P.step, uint32_t(i));
+          if (beats(score, i, b.v, b.id)) b = Best{score, i};
+        }
         if (fuse_lse) lsum += unit_temp ? w : expf(v - raw.v);
       });
-      const Exchange ex = grp.exchange(mass, lsum);
-      if (fuse_lse) lse = raw.v + logf(ex.f);
-      u64 target = u64(floor(u * double(ex.total)));  // first id with cum > u * S
-      if (target > ex.total - 1) target = ex.total - 1;
-      if (target < ex.before || target - ex.before >= ex.mine) {
-        writer_rank = -1;  // another block of the group holds the draw
-      } else {
-        writer_rank = grp.rank();
-        chosen = descend_id_order(l, row.lo, row.hi, kp, target - ex.before, sh);
-      }
+      chosen = grp.best(b).id;
+      if (fuse_lse) lse = raw.v + logf(grp.sum(lsum));
     } else {
       if (P.top_p < 1.f) {
         u64 mass = 0;
@@ -591,9 +545,9 @@ __device__ void sample_row(Group& grp, SharedState& sh, const SampleArgs& a, int
   if (leader)
     for (int r = 0; r < P.num_logprobs; ++r) a.out_top_logprobs[int64_t(row_index) * a.max_logprobs + r] -= lse;
 
-  // The chosen token's raw-logit logprob, by the writer block.
+  // The chosen token's raw-logit logprob, by rank 0.
   float raw_chosen = 0.f;
-  if (grp.rank() != writer_rank) return;
+  if (grp.rank() != 0) return;
   if (a.out_logprob != nullptr) {
     if (tid == 0) sh.hist_index = -1;
     __syncthreads();
@@ -644,11 +598,7 @@ Status launch_sample(const SampleArgs& a, int32_t compute_major, int32_t num_sms
   if (a.params == nullptr && a.num_rows > kSampleInlineRows)
     return bad_launch("sample", "params inline only up to kSampleInlineRows rows");
   if (a.num_rows == 0) return {};
-  static const bool lean = [] {
-    const char* e = std::getenv("PHOTON_CUDA_SAMPLE_LEAN");
-    return e == nullptr || e[0] != '0';
-  }();
-  if (a.id_order_only && lean) return launch_sample_id_order(a, compute_major, num_sms, stream);
+  if (a.one_pass) return launch_sample_one_pass(a, num_sms, stream);
   // Clusters cut one row's latency (up to 16 SMs on it) but a GPC runs about
   // one 16-block cluster at a time: past a few rows, a block per row is faster.
   if (compute_major >= 9 && a.num_rows <= kMaxClusterRows) {

@@ -1,20 +1,27 @@
-// GPU sampling, one thread-block cluster (or block) per logits row, exactly
-// as docs/sampling.md specifies: raw-logit logprobs (max, log-sum-exp, top-n), penalties in
-// place, greedy argmax, or temperature -> top-k -> top-p -> min-p -> one
-// Philox draw. Sums of probability mass use 2^-40 fixed-point integers, so
-// results do not depend on thread scheduling.
-// The draw: without a top-k cut or top-p (the common case) it walks ids in
-// order: one pass of per-block kept masses (fused with the max's log-sum-exp
-// at temperature 1), a scan of the block sums across the cluster, then a
-// descent inside the one block that holds u * S. With top-k / top-p it walks
-// the sorted order pi, which is never materialized: each prefix rule is found
-// by a radix descent over the 32-bit order key of z (four 8-bit digits,
-// shared-memory histograms), ties broken by a radix select over ids.
-// Bandwidth model: reads the row (V*4 bytes) once on the cluster path (the
-// passes then run over registers; the id-order descent re-reads about 1/16
-// of it from L2); the block path re-reads it per pass: 3 passes for greedy
-// with a logprob or for id-order draws (+1 at temperature != 1 with logprobs),
-// ~20 with top-k and top-p. Writes R*(3 + 2*max_logprobs)*4 bytes.
+// GPU sampling, exactly as docs/sampling.md specifies. Two kernels:
+//  * the one-pass kernel (sampling_gumbel.cu) for batches of at most
+//    kOnePassMaxRows rows, all greedy or Gumbel-max draws without penalties,
+//    min-p or top-n logprobs (the common case): each row is split into
+//    slices, one block each, about one wave in all (1024 ids per slice at
+//    one row, an eighth of a row at 64); a block reads its slice once, keeps
+//    its best (z + G, id) (greedy: (l, id)), the slice's max and sum of exp
+//    for the chosen token's logprob, and the row's last block to finish
+//    combines the slices.
+//    Bandwidth model: reads R*V*4 bytes once; writes and re-reads
+//    32 bytes per slice; writes R*(3 + 2*max_logprobs)*4 bytes.
+//  * the general kernel (sampling.cu), one thread-block cluster (or block)
+//    per row: raw-logit logprobs (max, log-sum-exp, top-n), penalties in
+//    place, greedy argmax, or temperature -> top-k -> top-p -> min-p -> the
+//    draw: Gumbel-max when no prefix rule cuts, else one Philox uniform
+//    walked down the sorted order pi, which is never materialized: each
+//    prefix rule is found by a radix descent over the 32-bit order key of z
+//    (four 8-bit digits, shared-memory histograms), ties broken by a radix
+//    select over ids. Sums of probability mass use 2^-40 fixed-point
+//    integers, so results do not depend on thread scheduling.
+//    Bandwidth model: reads the row (V*4 bytes) once on the cluster path
+//    (the passes then run over registers); the block path re-reads it per
+//    pass: ~3 passes for greedy or Gumbel-max rows with logprobs, ~20 with
+//    top-k and top-p. Writes R*(3 + 2*max_logprobs)*4 bytes.
 // Launched with programmatic dependent launch (launch.cuh): every block
 // waits for the previous kernel (the LM head) before reading the logits.
 #pragma once
@@ -69,24 +76,32 @@ struct SampleArgs {
   int32_t num_rows = 0;                     // R
   int32_t vocab = 0;                        // V
   int32_t max_logprobs = 0;
-  // Set by the caller when every row is greedy or a plain id-order draw (temperature > 0 with top_k
-  // 0 or >= V and top_p >= 1), without penalties and with num_logprobs 0 (min_p and the chosen
-  // token's logprob allowed).
-  bool id_order_only = false;
+  // Set by the caller when every row is greedy, or a Gumbel-max draw with min_p 0 (temperature > 0,
+  // top_k 0 or >= V, top_p 1), without penalties and with num_logprobs 0 (the chosen token's logprob
+  // allowed): the one-pass kernel serves the batch. The out_* arrays may then be mapped pinned host
+  // memory (written once per row by the row's last block).
+  bool one_pass = false;
+  // The one-pass kernel's workspace: one_pass_slices() 32-byte partials per row, and R arrival
+  // counters that are zero before the launch (the kernel leaves them zero).
+  void* one_pass_partials = nullptr;
+  int32_t* one_pass_arrivals = nullptr;
 };
 
-// id_order_only batches (unless PHOTON_CUDA_SAMPLE_LEAN=0): launch_sample_id_order. Others:
+constexpr size_t kOnePassPartialBytes = 32;
+// Batches of more rows take the general kernel: at 256 rows the one-pass kernel's noise (a Philox
+// call per 4 ids, two logarithms per id, ~65 instructions an id) makes it compute-bound, 169 us
+// under ncu against the general kernel's 98 (H200, V = 128256; at 64 rows 49 against 61).
+constexpr int32_t kOnePassMaxRows = 64;
+
+// one_pass batches: launch_sample_one_pass. Others:
 // compute_major >= 9 and at most 16 rows: a thread-block cluster per row holds the row in
 // registers (up to 16 blocks); otherwise one block per row reads it from global memory.
 Status launch_sample(const SampleArgs& a, int32_t compute_major, int32_t num_sms, cudaStream_t stream);
 
-// The lean id-order kernel (sampling_id_order.cu): `group` blocks of 256 threads per row, a
-// cluster of up to 16 on sm_90+ (as many as keep R * group <= 2 * num_sms), one block per row
-// otherwise; the row is read from global memory (L2/L1) in each of its three passes: max and
-// checks, kept masses, the descent inside the one block that holds the draw. Two reductions
-// across the row's blocks, each one block barrier and one cluster barrier.
-// Bandwidth model: reads V*4 bytes per row twice plus ~V*4/group in the descent; writes
-// R*(3 + 2*max_logprobs)*4 bytes.
-Status launch_sample_id_order(const SampleArgs& a, int32_t compute_major, int32_t num_sms, cudaStream_t stream);
+// The one-pass kernel's slices per row: blocks of 256 threads, about one wave of 4 blocks per SM
+// (R * slices <= ~4 SMs) while every thread has at least one quad of 4 ids; *quads_per_thread gets
+// the quads each thread covers (the slices hold the whole row, none empty).
+int32_t one_pass_slices(int32_t num_rows, int32_t vocab, int32_t num_sms, int32_t* quads_per_thread = nullptr);
+Status launch_sample_one_pass(const SampleArgs& a, int32_t num_sms, cudaStream_t stream);
 
 }  // namespace photon::cuda

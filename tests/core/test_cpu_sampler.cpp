@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -9,6 +10,7 @@
 
 #include "core/cpu_backend.hpp"
 #include "core/cpu_test_util.hpp"
+#include "core/gumbel.hpp"
 #include "core/philox.hpp"
 #include "core/sampling.hpp"
 
@@ -264,48 +266,101 @@ TEST_CASE("seeded sampling: the same seed and step give the same token wherever 
   }
 }
 
-TEST_CASE("seeded sampling picks the token of the inverse CDF at Philox's u, on large vocabularies", "[core]") {
-  // Flat logits over a large vocabulary make the kept prefix long, so the
-  // lazily sorted order (or the id order) is walked far; every draw must
-  // equal the reference's inverse CDF at the same u.
+// docs/sampling.md, section 5, Gumbel-max: u_i from Philox with counter {step, i / 4, 1}, output
+// i mod 4, u = ((x >> 9) + 1/2) 2^-23; the noise here in double with the standard library's log.
+double reference_gumbel(uint64_t seed, uint64_t step, uint32_t id) {
+  const Philox4x32 r = philox4x32_10(Philox4x32{{uint32_t(step), uint32_t(step >> 32), id / 4, 1u}},
+                                     uint32_t(seed), uint32_t(seed >> 32));
+  const double u = (double(r.v[id % 4] >> 9) + 0.5) * std::ldexp(1.0, -23);
+  return -std::log(-std::log(u));
+}
+
+TEST_CASE("seeded sampling draws by docs/sampling.md section 5 (Gumbel-max, or the inverse CDF along pi), large vocabularies", "[core]") {
+  // Flat logits over a large vocabulary make the kept set long, so the lazily
+  // sorted order is walked far; every draw must equal the reference's: the
+  // kept id with the largest z + G (noise computed here from the spec), or
+  // the inverse CDF at Philox's u along pi.
   std::mt19937 rng(42);
   auto be = cpu_backend(3);
   const size_t V = 5003;
   for (const SamplingParams& base : {params(1.0f), params(2.0f, 0, 0.97f), params(1.5f, 2500),
-                                     params(1.0f, 0, 1.0f, 0.3f), params(0.7f, 4000, 0.9f, 0.01f)}) {
+                                     params(1.0f, 0, 1.0f, 0.3f), params(0.7f, 4000, 0.9f, 0.01f),
+                                     params(0.8f, int32_t(V), 1.0f, 0.02f)}) {
     const auto row = normal_logits(rng, V, 0.5f);
     const auto prob = reference_distribution(row, base, {});
     std::vector<int32_t> order(V);
     std::iota(order.begin(), order.end(), 0);
     std::vector<float> z(V);
     for (size_t i = 0; i < V; ++i) z[i] = row[i] / base.temperature;
-    // The walk's order (docs/sampling.md, section 5): id order when no top-k / top-p rule cuts, else pi.
-    const bool id_order = (base.top_k == 0 || size_t(base.top_k) >= V) && base.top_p >= 1.0f;
-    if (!id_order)
-      std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-        return z[size_t(a)] > z[size_t(b)] || (z[size_t(a)] == z[size_t(b)] && a < b);
-      });
+    const bool gumbel = (base.top_k == 0 || size_t(base.top_k) >= V) && base.top_p >= 1.0f;
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return z[size_t(a)] > z[size_t(b)] || (z[size_t(a)] == z[size_t(b)] && a < b);
+    });
     Batch b;
     for (uint64_t step = 0; step < 200; ++step) b.add(row, base, step);
     auto out = b.run(*be);
     REQUIRE(out.has_value());
-    int64_t mismatches = 0;
+    int64_t mismatches = 0, near_ties = 0;
     for (uint64_t step = 0; step < 200; ++step) {
-      const double u = philox_uniform(base.seed, step);
-      double cum = 0;
       int32_t want = -1;
-      for (int32_t id : order) {
-        if (prob[size_t(id)] == 0.0) continue;
-        want = id;
-        cum += prob[size_t(id)];
-        if (cum > u) break;
+      if (gumbel) {
+        double best = -INFINITY, second = -INFINITY;
+        for (size_t i = 0; i < V; ++i) {
+          if (prob[i] == 0.0) continue;
+          const double score = double(z[i]) + reference_gumbel(base.seed, step, uint32_t(i));
+          if (score > best) {
+            second = best;
+            best = score;
+            want = int32_t(i);
+          } else {
+            second = std::max(second, score);
+          }
+        }
+        if (best - second < 1e-5) {  // photon's float noise may order a near tie either way
+          ++near_ties;
+          continue;
+        }
+      } else {
+        const double u = philox_uniform(base.seed, step);
+        double cum = 0;
+        for (int32_t id : order) {
+          if (prob[size_t(id)] == 0.0) continue;
+          want = id;
+          cum += prob[size_t(id)];
+          if (cum > u) break;
+        }
       }
       mismatches += out->tokens[step] != want;
     }
     INFO("temperature " << base.temperature << ", top-k " << base.top_k << ", top-p " << base.top_p << ", min-p "
                         << base.min_p);
     CHECK(mismatches == 0);
+    CHECK(near_ties <= 2);
   }
+}
+
+TEST_CASE("photon's Gumbel noise: its logarithm within 2.5e-7 of the standard library's, G in its stated range", "[core]") {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> bits;
+  for (int k = 0; k < 200000; ++k) {
+    // Positive normal floats across every exponent.
+    const uint32_t b = (bits(rng) & 0x007fffffu) | (uint32_t(1 + k % 254) << 23);
+    float x;
+    std::memcpy(&x, &b, 4);
+    const double want = std::log(double(x));
+    const float got = gumbel_log(x);
+    INFO("x " << x);
+    CHECK(std::fabs(double(got) - want) <= 2.5e-7 * std::fabs(want) + 1e-30);
+  }
+  for (uint32_t x : {0u, 1u, 511u, 512u, 0x80000000u, 0xfffffdffu, 0xffffffffu}) {
+    const double u = (double(x >> 9) + 0.5) * std::ldexp(1.0, -23);
+    CHECK(gumbel_from_bits(x) == Approx(-std::log(-std::log(u))).epsilon(1e-6));
+    CHECK(gumbel_from_bits(x) >= -2.85f);
+    CHECK(gumbel_from_bits(x) <= kGumbelMax);
+  }
+  double sum = 0;
+  for (uint32_t i = 0; i < 400000; ++i) sum += gumbel_noise(99, 3, i);
+  CHECK(sum / 400000 == Approx(0.5772156649).margin(0.006));  // Euler's constant; sd 1.28 / sqrt(n) = 0.002
 }
 
 TEST_CASE("each sampling transform matches its exact distribution (chi-square)", "[core]") {

@@ -18,29 +18,39 @@
 
 namespace photon {
 
-// Natural logarithm of a positive normal float, relative error below 1.7e-7 (measured over every 97th float): x = 2^e m with m in
-// [sqrt(1/2), sqrt(2)), log(m) = f q(f) with f = m - 1 and q a degree-8 polynomial (a Chebyshev fit
-// of log1p(f) / f over that range, coefficients rounded to float). No division; every multiply-add
+// Bit casts usable on the host and the device.
+PHOTON_HD inline uint32_t gumbel_float_bits(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return b;
+#endif
+}
+PHOTON_HD inline float gumbel_bits_float(uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(b);
+#else
+  float x;
+  std::memcpy(&x, &b, 4);
+  return x;
+#endif
+}
+
+// Natural logarithm of a positive normal float, relative error below 1.7e-7 (measured over every
+// 97th float): x = 2^e m with m in [sqrt(1/2), sqrt(2)), log(m) = f q(f) with f = m - 1 and q a
+// degree-8 polynomial (a Chebyshev fit of log1p(f) / f over that range, coefficients rounded to float). No division; every multiply-add
 // is an explicit fmaf, so no compiler contraction can make the host's bits differ from the device's.
 PHOTON_HD inline float gumbel_log(float x) {
-#if defined(__CUDA_ARCH__)
-  const uint32_t bits = __float_as_uint(x);
-#else
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-#endif
+  const uint32_t bits = gumbel_float_bits(x);
   int e = int(bits >> 23) - 127;
   uint32_t mb = (bits & 0x007fffffu) | 0x3f800000u;  // m in [1, 2)
   if (mb > 0x3fb504f3u) {                            // m > sqrt(2): use m / 2 in [0.707, 1)
     mb -= 0x00800000u;
     e += 1;
   }
-#if defined(__CUDA_ARCH__)
-  const float m = __uint_as_float(mb);
-#else
-  float m;
-  std::memcpy(&m, &mb, 4);
-#endif
+  const float m = gumbel_bits_float(mb);
   const float f = m - 1.0f;  // exact (Sterbenz)
   float q = 8.743945509e-02f;
   q = fmaf(q, f, -1.437733024e-01f);

@@ -67,21 +67,21 @@ __device__ __forceinline__ void load_x8(const float* p, float (&f)[8]) {
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + __expf(-g)) * u; }
 
 // ---- reductions --------------------------------------------------------------
-__device__ __forceinline__ float warp_sum(float v) {
+// Sum within aligned groups of W consecutive lanes (W a power of two <= 32); T float or an integer
+// type that __shfl_xor_sync takes (unsigned long long for the sampler's fixed-point masses).
+template <int W, class T>
+__device__ __forceinline__ T group_sum(T v) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
+  for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
   return v;
+}
+template <class T>
+__device__ __forceinline__ T warp_sum(T v) {
+  return group_sum<32>(v);
 }
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
-  return v;
-}
-// Sum within aligned groups of W consecutive lanes (W a power of two <= 32).
-template <int W>
-__device__ __forceinline__ float group_sum(float v) {
-#pragma unroll
-  for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
   return v;
 }
 

@@ -2,6 +2,7 @@
 #include "cuda/gemv_int8_skinny.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/mma.cuh"
+#include "cuda/skinny_epilogue.cuh"
 
 namespace photon::cuda {
 
@@ -63,15 +64,10 @@ __global__ void __launch_bounds__(W * 32, 16 / W) gemv_int8_skinny_kernel(GemvIn
   pdl_wait();
   pdl_launch_dependents();
 
-  // The epilogue's element of this thread (threads < NT * 128): C fragment entry i of lane ln.
-  const int e_idx = int(threadIdx.x) / 32, e_ln = int(threadIdx.x) % 32;
-  const int e_nt = e_idx / 4, e_i = e_idx % 4;
-  const int e_row = row0 + (e_ln >> 2) + (e_i >= 2 ? 8 : 0), e_m = e_nt * 8 + 2 * (e_ln & 3) + (e_i & 1);
-  const bool e_live = int(threadIdx.x) < NT * 128 && e_row < N && e_m < M;
-  const int64_t e_out = int64_t(e_m) * N + e_row;
+  const SkinnyOut<NT> e(row0, N, M);  // this thread's output element (skinny_epilogue.cuh)
   float res = 0.f;
   if constexpr (ADD) {
-    if (e_live) res = to_f32(static_cast<const bf16*>(a.out)[e_out]);
+    res = e.residual(a.out);
   }
 
   const bf16* x_row[NT];
@@ -137,24 +133,7 @@ __global__ void __launch_bounds__(W * 32, 16 / W) gemv_int8_skinny_kernel(GemvIn
     }
   }
 
-#pragma unroll
-  for (int m = 0; m < kMats; ++m)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) partial[warp][(m * NT + nt) * 4 + i][lane] = acc[m][nt][i];
-  __syncthreads();
-  if (!e_live) return;
-  float v[kMats] = {};
-#pragma unroll
-  for (int m = 0; m < kMats; ++m)
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) v[m] += partial[w][m * NT * 4 + e_idx][e_ln];
-  Out* out = static_cast<Out*>(a.out);
-  if constexpr (sizeof(Out) == 4) out[e_out] = v[0];
-  else if constexpr (SILU)  // gate and up rounded to bf16 first, as the unfused product stores them
-    out[e_out] = to_bf16(silu_times(to_f32(to_bf16(v[0])), to_f32(to_bf16(v[kMats - 1]))));
-  else out[e_out] = to_bf16(ADD ? res + v[0] : v[0]);
+  skinny_store<kMats, NT, kWarps, SILU, ADD, Out>(partial, acc, e, res, a.out);
 }
 
 template <int NT, int W, int IF>

@@ -2,6 +2,7 @@
 #include "cuda/gemv_skinny.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/mma.cuh"
+#include "cuda/skinny_epilogue.cuh"
 
 namespace photon::cuda {
 
@@ -35,12 +36,7 @@ __global__ void __launch_bounds__(W * 32, 16 / W) gemv_skinny_kernel(GemvArgs a)
   }
   const int chunks = (K + 31) / 32;
 
-  // The epilogue's element of this thread (threads < NT * 128): C fragment entry i of lane ln.
-  const int e_idx = int(threadIdx.x) / 32, e_ln = int(threadIdx.x) % 32;
-  const int e_nt = e_idx / 4, e_i = e_idx % 4;
-  const int e_row = row0 + (e_ln >> 2) + (e_i >= 2 ? 8 : 0), e_m = e_nt * 8 + 2 * (e_ln & 3) + (e_i & 1);
-  const bool e_live = int(threadIdx.x) < NT * 128 && e_row < N && e_m < M;
-  const int64_t e_out = int64_t(e_m) * N + e_row;
+  const SkinnyOut<NT> e(row0, N, M);  // this thread's output element (skinny_epilogue.cuh)
 
   uint4 wa[kIF][kMats], wb[kIF][kMats], xv[kIF][NT];
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
@@ -61,7 +57,7 @@ __global__ void __launch_bounds__(W * 32, 16 / W) gemv_skinny_kernel(GemvArgs a)
   // add: the value this element adds to, loaded now so its latency hides under the weight stream.
   float res = 0.f;
   if constexpr (kAdd) {
-    if (e_live) res = to_f32(static_cast<const bf16*>(a.out)[e_out]);
+    res = e.residual(a.out);
   }
 
   const bf16* x_row[NT];
@@ -114,25 +110,7 @@ __global__ void __launch_bounds__(W * 32, 16 / W) gemv_skinny_kernel(GemvArgs a)
     }
   }
 
-#pragma unroll
-  for (int r = 0; r < kMats; ++r)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) partial[warp][(r * NT + nt) * 4 + i][lane] = acc[r][nt][i];
-  __syncthreads();
-  if (!e_live) return;
-  // C fragment entry i of lane ln: weight row g (+8 for i >= 2), activation row nt * 8 + 2t (+1 for odd i).
-  float v[kMats] = {};
-#pragma unroll
-  for (int r = 0; r < kMats; ++r)
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) v[r] += partial[w][r * NT * 4 + e_idx][e_ln];
-  Out* out = static_cast<Out*>(a.out);
-  if constexpr (sizeof(Out) == 4) out[e_out] = v[0];
-  else if constexpr (kSilu)  // gate and up rounded to bf16 first, as the plain product would store them
-    out[e_out] = to_bf16(silu_times(to_f32(to_bf16(v[0])), to_f32(to_bf16(v[kMats - 1]))));
-  else out[e_out] = to_bf16(kAdd ? res + v[0] : v[0]);
+  skinny_store<kMats, NT, kWarps, kSilu, kAdd, Out>(partial, acc, e, res, a.out);
 }
 
 template <int NT, int W>

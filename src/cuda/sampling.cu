@@ -77,7 +77,7 @@ __device__ Best block_best(Best b, SharedState& sh) {
 }
 __device__ u64 block_sum_u64(u64 v, SharedState& sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  v = warp_sum_u64(v);
+  v = warp_sum(v);
   __syncthreads();
   if (lane == 0) sh.uv[warp] = v;
   __syncthreads();

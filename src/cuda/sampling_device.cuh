@@ -20,11 +20,6 @@ struct Best {
 __device__ __forceinline__ bool beats(float v, int id, float bv, int bid) { return v > bv || (v == bv && id < bid); }
 __device__ __forceinline__ Best better(Best a, Best b) { return beats(b.v, b.id, a.v, a.id) ? b : a; }
 __device__ __forceinline__ u64 fixed_mass(float w) { return __float2ull_rn(w * kFixedScale); }
-__device__ __forceinline__ u64 warp_sum_u64(u64 v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
-  return v;
-}
 __device__ __forceinline__ Best warp_best(Best b) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)

@@ -148,9 +148,10 @@ Result<int32_t> choose(const RowInput& in, int32_t* ids) {
     // No prefix rule cuts pi: Gumbel-max over the kept set {w >= min_p}, ids ascending (ties to the lower).
     int32_t best = -1;
     float best_score = -std::numeric_limits<float>::infinity();
+    const float skip_below = gumbel_skip_below(m);  // ids further below cannot win: no noise for them
     for (int64_t j = 0; j < n; ++j) {
       const int32_t i = ids[j];
-      if (w(i) < p.min_p) continue;  // w_max == 1
+      if (z[i] < skip_below || w(i) < p.min_p) continue;  // w_max == 1
       const float score = z[i] + gumbel_noise(p.seed, in.step, uint32_t(i));
       if (best < 0 || score > best_score) {
         best = i;

@@ -71,6 +71,15 @@ PHOTON_HD inline float gumbel_from_bits(uint32_t x) {
   return -gumbel_log(-gumbel_log(u));
 }
 constexpr float kGumbelMax = 16.64f;  // no G exceeds it
+// An id whose z lies more than this below the row's largest z cannot win the draw: the largest z's
+// id scores at least max z - 2.82 and it at most z + 16.64. Samplers skip its noise when
+// |max z| < kGumbelSkipMaxAbs (where float spacing stays far below the 0.54 margin); skipping never
+// changes the token.
+constexpr float kGumbelSkipBelowMax = 20.0f;
+constexpr float kGumbelSkipMaxAbs = 1.0e6f;
+PHOTON_HD inline float gumbel_skip_below(float max_z) {
+  return max_z > -kGumbelSkipMaxAbs && max_z < kGumbelSkipMaxAbs ? max_z - kGumbelSkipBelowMax : -INFINITY;
+}
 
 // The four ids 4 * quad .. 4 * quad + 3 share one Philox call: key = seed,
 // counter = {step lo, step hi, quad, 1} (the uniform of the pi-order draw uses

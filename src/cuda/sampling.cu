@@ -501,10 +501,11 @@ __device__ void sample_row(Group& grp, SharedState& sh, const SampleArgs& a, int
       Best b{-INFINITY, INT_MAX};
       float lsum = 0.f;
       const bool unit_temp = P.temperature == 1.f && !penalized;  // then w = exp(l - raw max) exactly
+      const float skip_below = gumbel_skip_below(kp.m);  // ids further below cannot win: no noise for them
       row.each([&](int i, float v) {
         const float z = kp.z_of(v);
         const float w = expf(z - kp.m);
-        if (w > 0.f && w >= kp.minp) {
+        if (w > 0.f && w >= kp.minp && z >= skip_below) {
           const float score = z + gumbel_noise(P.seed, P.step, uint32_t(i));
           if (beats(score, i, b.v, b.id)) b = Best{score, i};
         }

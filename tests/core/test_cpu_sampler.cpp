@@ -339,6 +339,43 @@ TEST_CASE("seeded sampling draws by docs/sampling.md section 5 (Gumbel-max, or t
   }
 }
 
+TEST_CASE("Gumbel-max on peaked logits: skipping the noise of hopeless ids never changes the token", "[core]") {
+  // Most ids lie more than 20 below the largest z here, so the sampler skips their noise
+  // (gumbel_skip_below); the reference scores every kept id.
+  std::mt19937 rng(44);
+  auto be = cpu_backend(2);
+  const size_t V = 6007;
+  for (const SamplingParams& base : {params(1.0f), params(0.5f), params(1.0f, 0, 1.0f, 1e-4f), params(0.8f, int32_t(V))}) {
+    auto row = normal_logits(rng, V, 6.0f);
+    std::uniform_int_distribution<size_t> pick(0, V - 1);
+    for (int k = 0; k < 12; ++k) row[pick(rng)] = 28.0f + float(k % 4);
+    Batch b;
+    for (uint64_t step = 0; step < 300; ++step) b.add(row, base, step);
+    auto out = b.run(*be);
+    REQUIRE(out.has_value());
+    const auto prob = reference_distribution(row, base, {});
+    int64_t skippable = 0;
+    for (size_t i = 0; i < V; ++i) skippable += double(row[i]) / base.temperature < 31.0 / base.temperature - 20.0;
+    CHECK(skippable > int64_t(V) / 2);  // the case exercises the skip
+    int64_t mismatches = 0;
+    for (uint64_t step = 0; step < 300; ++step) {
+      double best = -INFINITY;
+      int32_t want = -1;
+      for (size_t i = 0; i < V; ++i) {
+        if (prob[i] == 0.0) continue;
+        const double score = double(row[i] / base.temperature) + reference_gumbel(base.seed, step, uint32_t(i));
+        if (score > best) {
+          best = score;
+          want = int32_t(i);
+        }
+      }
+      mismatches += out->tokens[step] != want;
+    }
+    INFO("temperature " << base.temperature << ", top-k " << base.top_k << ", min-p " << base.min_p);
+    CHECK(mismatches == 0);
+  }
+}
+
 TEST_CASE("photon's Gumbel noise: its logarithm within 2.5e-7 of the standard library's, G in its stated range", "[core]") {
   std::mt19937 rng(7);
   std::uniform_int_distribution<uint32_t> bits;

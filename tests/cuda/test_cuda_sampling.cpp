@@ -346,6 +346,33 @@ TEST_CASE("cuda sampling reports bad logits and parameters like the CPU", "[cuda
   CHECK(r.error().code == Errc::out_of_range);
 }
 
+// Peaked logits (most ids more than 20 below the largest z): the general kernel skips those ids'
+// noise (gumbel_skip_below), as the CPU sampler does; the tokens must still be the CPU's. Rows with
+// min-p, top-n logprobs or penalties, and batches past the one-pass kernel's 64 rows.
+TEST_CASE("cuda sampling: peaked logits (noise skipped for hopeless ids) agree with the CPU", "[cuda]") {
+  auto gpu = cuda_backend();
+  auto cpu = cpu_reference();
+  std::mt19937 rng(19);
+  const int64_t V = 128256;
+  std::normal_distribution<float> base(0.f, 6.f);
+  std::uniform_int_distribution<int64_t> pick(0, V - 1);
+  for (int64_t R : {3, 100}) {
+    std::vector<float> logits(size_t(R * V));
+    for (float& x : logits) x = base(rng);
+    for (int64_t r = 0; r < R; ++r)
+      for (int k = 0; k < 12; ++k) logits[size_t(r * V + pick(rng))] = 28.f + float(k % 4);
+    const auto modes = sampling_modes(V);
+    std::vector<const Mode*> row_modes;
+    for (int64_t r = 0; r < R; ++r) row_modes.push_back(&modes[size_t(r % int64_t(modes.size()))]);
+    std::vector<SamplingParams> params;
+    std::vector<uint64_t> steps;
+    History hist;
+    fill_rows(rng, V, row_modes, params, steps, hist);
+    INFO("R " << R);
+    expect_same_draws(*gpu, *cpu, logits, R, V, params, steps, &hist, 5, true);
+  }
+}
+
 // Batches of up to 64 greedy and Gumbel-max rows without min-p, penalties or top-n take the one-pass
 // kernel (sampling_gumbel.cu): one quad of ids per thread, then chunks of 4 as the batch grows,
 // vocabularies that are not a multiple of 4 (scalar loads) and smaller than one slice; with and

@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(kThreads, 4) sample_one_pass_kernel(SampleArgs
   }
   r = block_merge(r, shared);
   if (tid == 0) {
-    a.one_pass_arrivals[row] = 0;  // ready for the next launch (graph replays included)
+    a.one_pass_arrivals[row] = 0;  // ready for the next launch
     int status = kSampleOk, token = -1;
     float logprob = NAN;
     if (r.flags & kFlagBad) status = kSampleBadLogit;

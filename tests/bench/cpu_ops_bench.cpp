@@ -139,9 +139,11 @@ BENCHMARK(BM_attention_decode)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// args: rows, threads; V = 128256, temperature 0.8, top-p 0.95, 5 logprobs.
+// args: rows, threads, top-p in percent; V = 128256, temperature 0.8, 5 logprobs. top-p 95: the
+// draw along the sorted order pi; 100: no rule cuts, the Gumbel-max draw (docs/sampling.md, section 5).
 void BM_sample(benchmark::State& state) {
   const int32_t R = int32_t(state.range(0));
+  const float top_p = float(state.range(2)) / 100.0f;
   const int64_t V = 128256;
   auto be = backend(state.range(1));
   std::vector<float> logits(size_t(R * V));
@@ -151,7 +153,7 @@ void BM_sample(benchmark::State& state) {
   std::vector<SamplingParams> params(static_cast<size_t>(R));
   for (auto& p : params) {
     p.temperature = 0.8f;
-    p.top_p = 0.95f;
+    p.top_p = top_p;
     p.num_logprobs = 5;
   }
   std::vector<uint64_t> steps(size_t(R), 0);
@@ -171,9 +173,11 @@ void BM_sample(benchmark::State& state) {
   state.SetItemsProcessed(int64_t(state.iterations()) * R);
 }
 BENCHMARK(BM_sample)
-    ->ArgNames({"rows", "threads"})
-    ->Args({8, 0})
-    ->Args({8, 1})
+    ->ArgNames({"rows", "threads", "top_p_pct"})
+    ->Args({8, 0, 95})
+    ->Args({8, 1, 95})
+    ->Args({8, 0, 100})
+    ->Args({8, 1, 100})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -199,17 +199,13 @@ struct ClusterGroup {
 #endif
 
 // ---- rows: where a block finds its share of the logits ----------------------
-// Each block owns the contiguous ids [lo, hi) of the row (the id-order draw
-// scans block by block).
 // GlobalRow: the block walks the whole row in global memory every pass.
 struct GlobalRow {
   const float* l;
-  int V, lo, hi;
+  int V;
   __device__ void load(const float* row, int vocab, int /*rank*/, int /*group*/) {
     l = row;
     V = vocab;
-    lo = 0;
-    hi = vocab;
   }
   // Visits this thread's ids in batches of kBatch loads in flight (a pass is
   // bound by L2 latency otherwise); the callers' reductions do not depend on
@@ -411,7 +407,7 @@ __device__ void sample_row(Group& grp, SharedState& sh, const SampleArgs& a, int
   const bool penalized =
       has_hist && (P.repetition_penalty != 1.f || P.frequency_penalty != 0.f || P.presence_penalty != 0.f);
   const bool need_lse = a.out_logprob != nullptr || P.num_logprobs > 0;
-  // Without penalties and prefix rules the id-order draw's pass also sums the log-sum-exp.
+  // Without penalties and prefix rules the Gumbel-max pass also sums the log-sum-exp.
   const bool fuse_lse = need_lse && !penalized && P.temperature != 0.f && P.top_k == 0 && P.top_p >= 1.f;
 
   // Logprobs of the raw logits: log-sum-exp, then the top-n (logit written

@@ -1,5 +1,5 @@
-// Backend's default decoder_layers: the per-layer op sequence every backend
-// implements, so it is also the twin of any backend's fused override.
+// Backend's default fused ops (rope_attention, decoder_layers): the op sequences every backend
+// implements, so they are also the twins of any backend's fused overrides.
 #include "core/backend.hpp"
 
 #include <string>
@@ -7,6 +7,12 @@
 #include "core/try.hpp"
 
 namespace photon {
+
+Result<void> Backend::rope_attention(Tensor out, Tensor q, Tensor qkv, const StepPlanView& plan, Tensor inv_freq,
+                                     Tensor q_norm, Tensor k_norm, float eps, KvLayer cache, float scale) {
+  PHOTON_TRY(rope_qkv(q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache));
+  return attention(out, q, cache, plan, scale);
+}
 
 Result<void> Backend::decoder_layers(Tensor x, std::span<const DecoderLayerWeights> layers,
                                      std::span<const KvLayer> caches, const DecoderScratch& s,
@@ -21,8 +27,8 @@ Result<void> Backend::decoder_layers(Tensor x, std::span<const DecoderLayerWeigh
     const DecoderLayerWeights& L = layers[l];
     PHOTON_TRY(rmsnorm(s.h, x, L.input_norm, p.eps));
     PHOTON_TRY(matmul(s.qkv, s.h, L.qkv));
-    PHOTON_TRY(rope_qkv(s.q, s.qkv, plan, p.inv_freq, L.q_norm, L.k_norm, p.eps, caches[l]));
-    PHOTON_TRY(attention(s.attn, s.q, caches[l], plan, p.attn_scale));
+    PHOTON_TRY(rope_attention(s.attn, s.q, s.qkv, plan, p.inv_freq, L.q_norm, L.k_norm, p.eps, caches[l],
+                              p.attn_scale));
     PHOTON_TRY(matmul_add(x, s.attn.view({T, q_dim}), L.o, s.tmp));
     PHOTON_TRY(rmsnorm(s.h, x, L.post_attention_norm, p.eps));
     PHOTON_TRY(matmul_silu(s.mlp, s.h, L.gate_up, s.gate_up));

@@ -177,6 +177,13 @@ class Backend {
   // cached keys/values (positions 0 .. context_len-1 of its block table).
   // Query token t of sequence s sits at plan.positions[t] and sees keys 0..pos.
   virtual Result<void> attention(Tensor out, Tensor q, KvLayer cache, const StepPlanView& plan, float scale) = 0;
+  // rope_qkv(q, qkv, ...) then attention(out, q, ...): one op so that a backend can fuse them
+  // (CUDA: decode steps rotate q and the new K/V rows inside the attention kernel). q [T, nq, hd]
+  // is scratch: the default leaves the roped q there, a fused backend may leave it untouched. The
+  // cache is written as rope_qkv writes it; out matches the pair within the activation dtype's
+  // rounding.
+  virtual Result<void> rope_attention(Tensor out, Tensor q, Tensor qkv, const StepPlanView& plan, Tensor inv_freq,
+                                      Tensor q_norm, Tensor k_norm, float eps, KvLayer cache, float scale);
   // out[T, I] = silu(gate_up[T, :I]) * gate_up[T, I:]
   virtual Result<void> silu_mul(Tensor out, Tensor gate_up) = 0;
   // out[R, H] = x[plan.logits_rows[r], :]
@@ -201,8 +208,8 @@ class Backend {
 
   // The decoder layers of one step over the residual stream x[T, H] (in and
   // out), layers[l] reading and writing caches[l]. Per layer:
-  //   h = rmsnorm(x, input_norm); qkv = h @ Wqkv^T; rope_qkv (K/V into the cache);
-  //   attn = attention(q); x += attn @ Wo^T;
+  //   h = rmsnorm(x, input_norm); qkv = h @ Wqkv^T;
+  //   attn = rope_attention(qkv) (rope_qkv: K/V into the cache, then attention); x += attn @ Wo^T;
   //   h = rmsnorm(x, post_attention_norm); mlp = matmul_silu(h, Wgate_up); x += mlp @ Wdown^T.
   // The default issues exactly those ops (src/core/backend.cpp), so it is every backend's
   // twin; a backend may override it for steps it can run faster as a whole (CUDA: one

@@ -69,6 +69,9 @@ bf16_t* bf(const Tensor& t) { return static_cast<bf16_t*>(t.data); }
 // this many keys: at 4000 keys, 8 cluster splits measured 4.5% slower per step than 16 global ones.
 constexpr int64_t kClusterMergeMaxKeys = 2048;
 
+// A decode-only step: one query token per sequence, token s of sequence s.
+bool is_decode(const StepPlanView& plan) { return plan.max_query_len == 1 && plan.num_tokens == plan.num_seqs; }
+
 // matmul_silu uses the GEMV's SwiGLU mode for one row from this many input features: at Qwen3-8B's
 // K = 4096 it measured 1.7% faster per decode step than the GEMV + silu_mul pair, at Llama-3.2-1B's
 // K = 2048 1.4% slower (docs/performance.md, row 28).
@@ -346,14 +349,27 @@ class CudaBackend final : public Backend {
 
   Result<void> rope_qkv(Tensor q_out, Tensor qkv, const StepPlanView& plan, Tensor inv_freq, Tensor q_norm,
                         Tensor k_norm, float eps, KvLayer cache) override {
-    const char* op = "rope_qkv";
+    PHOTON_ASSIGN_OR_RETURN(const cuda::RopeQkvArgs a, rope_args("rope_qkv", q_out, qkv, plan, inv_freq, q_norm, k_norm, eps, cache));
+    if (a.num_tokens == 0) return {};
+    return cuda::launch_rope_qkv(a, stream_);
+  }
+
+  // A KV cache layer's shape (cache_shape checks it).
+  struct CacheShape {
+    int64_t num_blocks, bs, nkv, hd;
+  };
+
+  // rope_qkv's checks and launch arguments (num_tokens 0: nothing to do).
+  Result<cuda::RopeQkvArgs> rope_args(const char* op, Tensor q_out, Tensor qkv, const StepPlanView& plan,
+                                      Tensor inv_freq, Tensor q_norm, Tensor k_norm, float eps, KvLayer cache) {
     PHOTON_ASSIGN_OR_RETURN(const CacheShape cs, cache_shape(op, cache));
     PHOTON_TRY(expect(op, "q_out", q_out, DType::bf16));
     PHOTON_TRY(expect(op, "qkv", qkv, DType::bf16));
     PHOTON_TRY(expect(op, "inv_freq", inv_freq, DType::f32));
     const int64_t T = plan.num_tokens, hd = cs.hd;
     if (inv_freq.numel() != hd / 2) return mismatch(op, "inv_freq must have hd / 2 = " + std::to_string(hd / 2) + " elements");
-    if (T == 0) return {};
+    cuda::RopeQkvArgs a;
+    if (T == 0) return a;
     if (q_out.numel() % (T * hd) != 0) return mismatch(op, "q_out " + shape_string(q_out) + " is not [T, nq, hd]");
     const int64_t nq = q_out.numel() / (T * hd);
     if (nq == 0 || nq % cs.nkv != 0) return mismatch(op, std::to_string(nq) + " query heads are not a multiple of " + std::to_string(cs.nkv) + " KV heads");
@@ -366,7 +382,6 @@ class CudaBackend final : public Backend {
     if (has_q && has_k && q_norm.dtype != k_norm.dtype) return mismatch(op, "q_norm and k_norm must share a dtype");
     PHOTON_TRY(current(op, plan));
     PHOTON_TRY(staging_.check_cache(int32_t(cs.bs), cs.num_blocks));
-    cuda::RopeQkvArgs a;
     a.q_out = bf(q_out);
     a.qkv = bf(qkv);
     a.k_cache = bf(cache.k);
@@ -383,70 +398,116 @@ class CudaBackend final : public Backend {
     a.head_dim = int32_t(hd);
     a.num_slots = cs.num_blocks * cs.bs;
     a.eps = eps;
-    return cuda::launch_rope_qkv(a, stream_);
+    return a;
+  }
+
+  // The decode kernel's arguments for out / q [S, nq, hd] over `cache` (one query per sequence, row
+  // s is sequence s), its split workspace grown when needed.
+  Result<cuda::DecodeAttentionArgs> decode_attention_args(Tensor out, Tensor q, KvLayer cache, const StepPlanView& plan,
+                                                          float scale, const CacheShape& cs, int64_t nq) {
+    const int64_t S = plan.num_seqs, hd = cs.hd;
+    cuda::DecodeAttentionArgs a;
+    a.out = bf(out);
+    a.q = bf(q);
+    a.k_cache = bf(cache.k);
+    a.v_cache = bf(cache.v);
+    a.block_tables = plan.block_tables;
+    a.context_lens = plan.context_lens;
+    a.num_seqs = int32_t(S);
+    a.num_q_heads = int32_t(nq);
+    a.num_kv_heads = int32_t(cs.nkv);
+    a.head_dim = int32_t(hd);
+    a.block_size = int32_t(cs.bs);
+    a.max_blocks_per_seq = plan.max_blocks_per_seq;
+    // Clusters hold at most 8 splits; past 2048 keys (the longest context the staged block-table
+    // width allows; graphs are keyed by it) 16 splits merged through the workspace measured faster.
+    // A cluster's blocks share one GPC, so clusters are used only while their grid fits in one
+    // block per SM: 4 sequences in clusters of 8 (256 blocks) measured 1.188 ms/step, and
+    // 1.097-1.108 with this rule (docs/performance.md, "Session 4 runs").
+    a.cluster_merge = options_.decode_attention_clusters && compute_major_ >= 9 &&
+                      int64_t(plan.max_blocks_per_seq) * cs.bs <= kClusterMergeMaxKeys &&
+                      cuda::decode_attention_cluster_blocks(a.num_seqs, a.num_q_heads, a.num_kv_heads, num_sms_) <=
+                          num_sms_;
+    a.num_splits =
+        cuda::decode_attention_splits(a.num_seqs, a.num_q_heads, a.num_kv_heads, num_sms_, a.cluster_merge);
+    a.num_sms = num_sms_;
+    a.scale = scale;
+    const cuda::DecodeWorkspace ws =
+        a.cluster_merge ? cuda::DecodeWorkspace{}
+                        : cuda::decode_attention_workspace(a.num_seqs, a.num_q_heads, a.num_kv_heads, a.head_dim,
+                                                           a.num_splits);
+    if (ws.partial_bytes() > 0) {
+      if (attention_workspace_.size() < ws.partial_bytes()) {
+        attention_workspace_ = Buffer();
+        PHOTON_ASSIGN_OR_RETURN(attention_workspace_, allocate(ws.partial_bytes()));
+      }
+      // The counters return to zero after every launch; only a new buffer needs clearing.
+      if (attention_arrivals_.size() < ws.arrival_bytes()) {
+        attention_arrivals_ = Buffer();
+        PHOTON_ASSIGN_OR_RETURN(attention_arrivals_, allocate(ws.arrival_bytes()));
+        PHOTON_CUDA_TRY(cudaMemsetAsync(attention_arrivals_.data(), 0, attention_arrivals_.size(), stream_));
+      }
+      a.partial_out = static_cast<float*>(attention_workspace_.data());
+      a.partial_ml = a.partial_out + ws.partial_out_floats;
+      a.arrivals = static_cast<int32_t*>(attention_arrivals_.data());
+    }
+    return a;
+  }
+
+  // attention's checks for out / q [T, nq, hd] over `cache`: its shape and nq (nq 0 when T is 0).
+  struct AttentionShape {
+    CacheShape cs;
+    int64_t nq = 0;
+  };
+  Result<AttentionShape> attention_shape(const char* op, Tensor out, Tensor q, KvLayer cache, const StepPlanView& plan,
+                                         float scale) {
+    AttentionShape r;
+    PHOTON_ASSIGN_OR_RETURN(r.cs, cache_shape(op, cache));
+    PHOTON_TRY(expect(op, "q", q, DType::bf16));
+    PHOTON_TRY(expect(op, "out", out, DType::bf16));
+    const int64_t T = plan.num_tokens, hd = r.cs.hd;
+    if (T == 0) return r;
+    if (q.numel() % (T * hd) != 0 || out.numel() != q.numel())
+      return mismatch(op, "q " + shape_string(q) + " and out " + shape_string(out) + " must both be [T, nq, hd]");
+    r.nq = q.numel() / (T * hd);
+    if (r.nq == 0 || r.nq % r.cs.nkv != 0) return mismatch(op, std::to_string(r.nq) + " query heads are not a multiple of " + std::to_string(r.cs.nkv) + " KV heads");
+    if (!std::isfinite(scale)) return fail(Errc::invalid_argument, std::string("cuda ") + op + ": scale must be finite");
+    PHOTON_TRY(current(op, plan));
+    PHOTON_TRY(staging_.check_cache(int32_t(r.cs.bs), r.cs.num_blocks));
+    return r;
+  }
+
+  // Decode steps (one query per sequence) with options_.rope_in_decode_attention: one decode attention
+  // kernel that also does rope_qkv's work (decode_attention.cuh); other steps run the pair.
+  Result<void> rope_attention(Tensor out, Tensor q, Tensor qkv, const StepPlanView& plan, Tensor inv_freq,
+                              Tensor q_norm, Tensor k_norm, float eps, KvLayer cache, float scale) override {
+    if (!options_.rope_in_decode_attention || plan.num_tokens == 0 || !is_decode(plan))
+      return Backend::rope_attention(out, q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache, scale);
+    const char* op = "rope_attention";
+    PHOTON_ASSIGN_OR_RETURN(const cuda::RopeQkvArgs r, rope_args(op, q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache));
+    PHOTON_ASSIGN_OR_RETURN(const AttentionShape sh, attention_shape(op, out, q, cache, plan, scale));
+    PHOTON_ASSIGN_OR_RETURN(cuda::DecodeAttentionArgs a, decode_attention_args(out, q, cache, plan, scale, sh.cs, sh.nq));
+    a.q = nullptr;
+    a.qkv = r.qkv;
+    a.positions = r.positions;
+    a.slot_mapping = r.slot_mapping;
+    a.inv_freq = r.inv_freq;
+    a.q_norm = r.q_norm;
+    a.k_norm = r.k_norm;
+    a.norm_f32 = r.norm_f32;
+    a.num_slots = r.num_slots;
+    a.eps = r.eps;
+    return cuda::launch_decode_attention(a, stream_);
   }
 
   Result<void> attention(Tensor out, Tensor q, KvLayer cache, const StepPlanView& plan, float scale) override {
     const char* op = "attention";
-    PHOTON_ASSIGN_OR_RETURN(const CacheShape cs, cache_shape(op, cache));
-    PHOTON_TRY(expect(op, "q", q, DType::bf16));
-    PHOTON_TRY(expect(op, "out", out, DType::bf16));
-    const int64_t T = plan.num_tokens, S = plan.num_seqs, hd = cs.hd;
-    if (T == 0) return {};
-    if (q.numel() % (T * hd) != 0 || out.numel() != q.numel())
-      return mismatch(op, "q " + shape_string(q) + " and out " + shape_string(out) + " must both be [T, nq, hd]");
-    const int64_t nq = q.numel() / (T * hd);
-    if (nq == 0 || nq % cs.nkv != 0) return mismatch(op, std::to_string(nq) + " query heads are not a multiple of " + std::to_string(cs.nkv) + " KV heads");
-    if (!std::isfinite(scale)) return fail(Errc::invalid_argument, "cuda attention: scale must be finite");
-    PHOTON_TRY(current(op, plan));
-    PHOTON_TRY(staging_.check_cache(int32_t(cs.bs), cs.num_blocks));
-
-    if (plan.max_query_len == 1 && T == S) {  // decode: one query per sequence, row s is sequence s
-      cuda::DecodeAttentionArgs a;
-      a.out = bf(out);
-      a.q = bf(q);
-      a.k_cache = bf(cache.k);
-      a.v_cache = bf(cache.v);
-      a.block_tables = plan.block_tables;
-      a.context_lens = plan.context_lens;
-      a.num_seqs = int32_t(S);
-      a.num_q_heads = int32_t(nq);
-      a.num_kv_heads = int32_t(cs.nkv);
-      a.head_dim = int32_t(hd);
-      a.block_size = int32_t(cs.bs);
-      a.max_blocks_per_seq = plan.max_blocks_per_seq;
-      // Clusters hold at most 8 splits; past 2048 keys (the longest context the staged block-table
-      // width allows; graphs are keyed by it) 16 splits merged through the workspace measured faster.
-      // A cluster's blocks share one GPC, so clusters are used only while their grid fits in one
-      // block per SM: 4 sequences in clusters of 8 (256 blocks) measured 1.188 ms/step, and
-      // 1.097-1.108 with this rule (docs/performance.md, "Session 4 runs").
-      a.cluster_merge = options_.decode_attention_clusters && compute_major_ >= 9 &&
-                        int64_t(plan.max_blocks_per_seq) * cs.bs <= kClusterMergeMaxKeys &&
-                        cuda::decode_attention_cluster_blocks(a.num_seqs, a.num_q_heads, a.num_kv_heads, num_sms_) <=
-                            num_sms_;
-      a.num_splits =
-          cuda::decode_attention_splits(a.num_seqs, a.num_q_heads, a.num_kv_heads, num_sms_, a.cluster_merge);
-      a.num_sms = num_sms_;
-      a.scale = scale;
-      const cuda::DecodeWorkspace ws =
-          a.cluster_merge ? cuda::DecodeWorkspace{}
-                          : cuda::decode_attention_workspace(a.num_seqs, a.num_q_heads, a.num_kv_heads, a.head_dim,
-                                                             a.num_splits);
-      if (ws.partial_bytes() > 0) {
-        if (attention_workspace_.size() < ws.partial_bytes()) {
-          attention_workspace_ = Buffer();
-          PHOTON_ASSIGN_OR_RETURN(attention_workspace_, allocate(ws.partial_bytes()));
-        }
-        // The counters return to zero after every launch; only a new buffer needs clearing.
-        if (attention_arrivals_.size() < ws.arrival_bytes()) {
-          attention_arrivals_ = Buffer();
-          PHOTON_ASSIGN_OR_RETURN(attention_arrivals_, allocate(ws.arrival_bytes()));
-          PHOTON_CUDA_TRY(cudaMemsetAsync(attention_arrivals_.data(), 0, attention_arrivals_.size(), stream_));
-        }
-        a.partial_out = static_cast<float*>(attention_workspace_.data());
-        a.partial_ml = a.partial_out + ws.partial_out_floats;
-        a.arrivals = static_cast<int32_t*>(attention_arrivals_.data());
-      }
+    PHOTON_ASSIGN_OR_RETURN(const AttentionShape sh, attention_shape(op, out, q, cache, plan, scale));
+    const int64_t S = plan.num_seqs, hd = sh.cs.hd, nq = sh.nq;
+    const CacheShape& cs = sh.cs;
+    if (plan.num_tokens == 0) return {};
+    if (is_decode(plan)) {  // one query per sequence, row s is sequence s
+      PHOTON_ASSIGN_OR_RETURN(const cuda::DecodeAttentionArgs a, decode_attention_args(out, q, cache, plan, scale, cs, nq));
       return cuda::launch_decode_attention(a, stream_);
     }
 
@@ -542,9 +603,6 @@ class CudaBackend final : public Backend {
   void release(void* ptr) noexcept override { alloc_.release(ptr); }
 
  private:
-  struct CacheShape {
-    int64_t num_blocks, bs, nkv, hd;
-  };
   static Result<CacheShape> cache_shape(const char* op, const KvLayer& cache) {
     PHOTON_TRY(expect(op, "cache.k", cache.k, DType::bf16));
     PHOTON_TRY(expect(op, "cache.v", cache.v, DType::bf16));
@@ -867,6 +925,8 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   CudaBackendOptions opts = options;
   if (const char* e = std::getenv("PHOTON_CUDA_SKINNY"); e != nullptr && e[0] != '\0')
     opts.skinny_decode_matmul = e[0] == '1';
+  if (const char* e = std::getenv("PHOTON_CUDA_ROPE_IN_ATTENTION"); e != nullptr && e[0] != '\0')
+    opts.rope_in_decode_attention = e[0] == '1';
   auto backend = std::make_unique<CudaBackend>(opts, prop, stream);
   PHOTON_TRY(backend->init());
   return std::unique_ptr<Backend>(std::move(backend));

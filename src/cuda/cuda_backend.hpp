@@ -37,6 +37,10 @@ struct CudaBackendOptions {
   // kernels on the H200 (its grid barriers cost about what a kernel boundary does; see
   // docs/persistent-decode.md, "Measured").
   bool persistent_decode = false;
+  // Decode steps rotate q and the new K/V rows inside the decode attention kernel
+  // (Backend::rope_attention; no rope_qkv kernel, q never stored). PHOTON_CUDA_ROPE_IN_ATTENTION=0 / 1
+  // overrides it for any backend (measurements).
+  bool rope_in_decode_attention = true;
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,

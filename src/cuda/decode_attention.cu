@@ -64,6 +64,14 @@ __device__ __forceinline__ SplitRange split_range(int ctx, int splits, int min_k
   return r;
 }
 
+// 8 consecutive norm weights from `off` (bf16, or f32 when f32).
+__device__ __forceinline__ void load_norm8(const void* w, bool f32, int off, float (&out)[8]) {
+  if (f32)
+    load_x8(static_cast<const float*>(w) + off, out);
+  else
+    load_x8(static_cast<const __nv_bfloat16*>(w) + off, out);
+}
+
 // Blocks per SM the register budget is set for (1: no bound). The V-after-K
 // variant keeps the occupancy of a loop without prefetch for many-wave grids.
 template <int GB, bool VWithK>
@@ -124,6 +132,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
   const int start = range.start, end = range.end;
   const int32_t* table = a.block_tables + int64_t(s) * a.max_blocks_per_seq;
   const int bs = a.block_size;
+  // RoPE inside (a.qkv set): this step's K/V row is formed here and read from s_cur, never from the
+  // cache; otherwise rope_qkv wrote it before this kernel (at key ctx - 1).
+  const bool fused = a.qkv != nullptr;
+  int current = a.context_lens[s] - 1;  // the key whose K/V row this step writes (-1: none)
+  int64_t new_slot = -1;                 // fused: where that row goes in the cache
+  if (fused) {
+    new_slot = a.slot_mapping[s];
+    current = new_slot >= 0 && new_slot < a.num_slots ? a.positions[s] : -1;
+  }
   // Cache slots (block * bs + offset, int32 like the plan's slot_mapping) of
   // this thread's rows of the round starting at key c0; -1 past `end`.
   int32_t slot_of[ITERS];
@@ -134,55 +151,150 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
       slot_of[it] = j < end ? table[j / bs] * bs + j % bs : -1;
     }
   };
-  auto load_rows = [&](const __nv_bfloat16* cache, uint4 (&raw)[ITERS]) {
+  // The round's rows from the cache, zero past `end` and at key `skip`.
+  auto load_rows = [&](const __nv_bfloat16* cache, uint4 (&raw)[ITERS], int c0, int skip) {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it)
-      raw[it] = slot_of[it] >= 0
+      raw[it] = slot_of[it] >= 0 && c0 + it * KPI + slot != skip
                     ? *reinterpret_cast<const uint4*>(cache + (int64_t(slot_of[it]) * nkv + kh) * HD + sub * 8)
                     : make_uint4(0, 0, 0, 0);
   };
-  // The current token's row (key ctx - 1) is written by rope_qkv in this step; every other row
-  // is final before the step, so with VWithK the first round's other K and V rows are loaded
-  // before pdl_wait() (the V-after-softmax variant keeps its register budget: no hoisting).
-  const int current = a.context_lens[s] - 1;
-  auto load_rows_but_current = [&](const __nv_bfloat16* cache, uint4 (&raw)[ITERS], int c0) {
-#pragma unroll
-    for (int it = 0; it < ITERS; ++it)
-      raw[it] = slot_of[it] >= 0 && c0 + it * KPI + slot != current
-                    ? *reinterpret_cast<const uint4*>(cache + (int64_t(slot_of[it]) * nkv + kh) * HD + sub * 8)
-                    : make_uint4(0, 0, 0, 0);
-  };
+  // The current token's row (key `current`) is written in this step (by rope_qkv, or with RoPE
+  // inside by this kernel); every other row is final before the step, so with VWithK the first
+  // round's other K and V rows are loaded before pdl_wait() (the V-after-softmax variant keeps its
+  // register budget: no hoisting).
   auto load_current_row = [&](const __nv_bfloat16* cache, uint4 (&raw)[ITERS], int c0) {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it)
       if (slot_of[it] >= 0 && c0 + it * KPI + slot == current)
         raw[it] = *reinterpret_cast<const uint4*>(cache + (int64_t(slot_of[it]) * nkv + kh) * HD + sub * 8);
   };
+  __shared__ uint4 s_cur[2][LPK];  // fused: the current token's K (0) and V (1) row, bf16
+  auto patch_current_row = [&](uint4 (&raw)[ITERS], int c0, int kv) {
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it)
+      if (slot_of[it] >= 0 && c0 + it * KPI + slot == current) raw[it] = s_cur[kv][sub];
+  };
+  // The round's K or V rows, the current one from wherever this step put it.
+  auto load_round = [&](const __nv_bfloat16* cache, uint4 (&raw)[ITERS], int c0, int kv) {
+    if (fused) {
+      load_rows(cache, raw, c0, current);
+      patch_current_row(raw, c0, kv);
+    } else {
+      load_rows(cache, raw, c0, -1);
+    }
+  };
   fetch_slots(start);
   uint4 kraw[ITERS], vraw[ITERS];  // the round's K (and V) rows
   if constexpr (VWithK) {
-    load_rows_but_current(a.k_cache, kraw, start);
-    load_rows_but_current(a.v_cache, vraw, start);
+    load_rows(a.k_cache, kraw, start, current);
+    load_rows(a.v_cache, vraw, start, current);
+  }
+  // Fused: the rotation of this thread's 8 dims (sub * 8 .. + 7, paired with the other half of the
+  // head: pair index p0 + e), formed before pdl_wait() (positions are staged before the step).
+  constexpr int kHalfLanes = LPK / 2;  // lanes of a row's first half; partner lane = sub ^ kHalfLanes
+  float rot_cos[8], rot_sin[8];
+  if (fused) {
+    const float pos = float(a.positions[s]);
+    const int p0 = (sub % kHalfLanes) * 8;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sincosf(pos * a.inv_freq[p0 + e], &rot_sin[e], &rot_cos[e]);
   }
 
   // q and the current token's K/V row come from earlier kernels.
   pdl_wait();
   if constexpr (VWithK) {
-    load_current_row(a.k_cache, kraw, start);
-    load_current_row(a.v_cache, vraw, start);
+    if (!fused) {
+      load_current_row(a.k_cache, kraw, start);
+      load_current_row(a.v_cache, vraw, start);
+    }
   }
 
   float q[GB][8];
   const float qscale = a.scale * 1.4426950408889634f;
+  if (fused) {
+    // rope_qkv's math on this block's query heads (every thread: its 8 dims of each) and on the new
+    // K (threads of row slot 0) and V (slot 1) rows of KV head kh: optional RMSNorm over the head,
+    // rotate-half with the partner lane's dims, bf16 rounding as rope_qkv's stores do.
+    const __nv_bfloat16* row = a.qkv + int64_t(s) * (nq + 2 * nkv) * HD;
 #pragma unroll
-  for (int g = 0; g < GB; ++g) {
-    if (g < gcount) {
-      load_bf16x8(a.q + (int64_t(s) * nq + qh0 + g) * HD + sub * 8, q[g]);
+    for (int g = 0; g < GB; ++g) {
+      if (g < gcount) {
+        load_bf16x8(row + int64_t(qh0 + g) * HD + sub * 8, q[g]);
+      } else {
 #pragma unroll
-      for (int e = 0; e < 8; ++e) q[g][e] *= qscale;
+        for (int e = 0; e < 8; ++e) q[g][e] = 0.f;
+      }
+    }
+    float kv[8];
+    if (slot < 2) {
+      load_bf16x8(row + int64_t(nq + slot * nkv + kh) * HD + sub * 8, kv);
     } else {
 #pragma unroll
-      for (int e = 0; e < 8; ++e) q[g][e] = 0.f;
+      for (int e = 0; e < 8; ++e) kv[e] = 0.f;
+    }
+    if (a.q_norm != nullptr) {
+      float w[8];
+      load_norm8(a.q_norm, a.norm_f32, sub * 8, w);
+#pragma unroll
+      for (int g = 0; g < GB; ++g) {
+        float ss = 0.f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) ss += q[g][e] * q[g][e];
+        const float inv = rsqrtf(group_sum<LPK>(ss) / float(HD) + a.eps);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) q[g][e] *= inv * w[e];
+      }
+    }
+    if (a.k_norm != nullptr) {
+      float w[8];
+      load_norm8(a.k_norm, a.norm_f32, sub * 8, w);
+      float ss = 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) ss += kv[e] * kv[e];
+      const float inv = rsqrtf(group_sum<LPK>(ss) / float(HD) + a.eps);
+      if (slot == 0) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) kv[e] *= inv * w[e];
+      }
+    }
+    const bool first_half = sub < kHalfLanes;
+#pragma unroll
+    for (int g = 0; g < GB; ++g)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const float other = __shfl_xor_sync(kFullMask, q[g][e], kHalfLanes);
+        const float r = first_half ? q[g][e] * rot_cos[e] - other * rot_sin[e]
+                                   : q[g][e] * rot_cos[e] + other * rot_sin[e];
+        q[g][e] = to_f32(to_bf16(r)) * qscale;
+      }
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float other = __shfl_xor_sync(kFullMask, kv[e], kHalfLanes);
+      if (slot == 0)
+        kv[e] = first_half ? kv[e] * rot_cos[e] - other * rot_sin[e] : kv[e] * rot_cos[e] + other * rot_sin[e];
+    }
+    if (slot < 2 && current >= start && current < end) {
+      uint4 packed;
+      __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&packed);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(kv[2 * i], kv[2 * i + 1]);
+      s_cur[slot][sub] = packed;
+      if (g0 == 0)  // one writer per (sequence, KV head): the split holding the row, first head slice
+        *reinterpret_cast<uint4*>((slot == 0 ? a.k_cache : a.v_cache) + (new_slot * nkv + kh) * HD + sub * 8) =
+            packed;
+    }
+  } else {
+#pragma unroll
+    for (int g = 0; g < GB; ++g) {
+      if (g < gcount) {
+        load_bf16x8(a.q + (int64_t(s) * nq + qh0 + g) * HD + sub * 8, q[g]);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) q[g][e] *= qscale;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) q[g][e] = 0.f;
+      }
     }
   }
   if (tid < GB) {
@@ -194,14 +306,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
   for (int g = 0; g < GB; ++g)
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[g][e] = 0.f;
-  __syncthreads();
+  __syncthreads();  // also: s_cur is written
+  if constexpr (VWithK) {
+    if (fused) {
+      patch_current_row(kraw, start, 0);
+      patch_current_row(vraw, start, 1);
+    }
+  }
 
   for (int c0 = start; c0 < end; c0 += kChunk) {
     // The round's K loads (and V loads with VWithK) in flight at once (the first round's were
     // issued above); rows past `end` are zero.
     if (!VWithK || c0 != start) {
-      load_rows(a.k_cache, kraw);
-      if constexpr (VWithK) load_rows(a.v_cache, vraw);
+      load_round(a.k_cache, kraw, c0, 0);
+      if constexpr (VWithK) load_round(a.v_cache, vraw, c0, 1);
     }
     if constexpr (VWithK) {
       if (c0 + kChunk < end) fetch_slots(c0 + kChunk);
@@ -250,7 +368,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
     __syncthreads();
 
     if constexpr (!VWithK) {
-      load_rows(a.v_cache, vraw);
+      load_round(a.v_cache, vraw, c0, 1);
       if (c0 + kChunk < end) fetch_slots(c0 + kChunk);
     }
 
@@ -508,6 +626,12 @@ Status launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream
     return bad_launch("decode_attention", "q, out and the KV cache must be 16-byte aligned");
   if (!a.cluster_merge && a.num_splits > 1 && !is_aligned(a.partial_out, 16))
     return bad_launch("decode_attention", "the partial workspace must be 16-byte aligned");
+  if (a.qkv != nullptr) {
+    if (a.positions == nullptr || a.slot_mapping == nullptr || a.inv_freq == nullptr)
+      return bad_launch("decode_attention", "RoPE inside needs positions, slot_mapping and inv_freq");
+    if (!is_aligned(a.qkv, 16) || !is_aligned(a.q_norm, 16) || !is_aligned(a.k_norm, 16))
+      return bad_launch("decode_attention", "qkv and the q/k norm weights must be 16-byte aligned");
+  }
   if (a.num_seqs == 0) return {};
   const int G = a.num_q_heads / a.num_kv_heads;
   const int gb = group_block(G);

@@ -22,10 +22,21 @@
 // merge a share each over distributed shared memory between two cluster
 // barriers, with no workspace; a context is then spread over the splits in
 // pieces of at least 32 keys. Launched with PDL.
+// RoPE inside (qkv set: the decode half of Backend::rope_attention): q is
+// not read; each block takes its query heads and its KV head's new K/V row
+// from the packed projection, applies the q/k norms and RoPE at the token's
+// position as rope_qkv does (same bf16 rounding points), keeps the new K/V row
+// in shared memory for its own scores, and the block whose split holds that
+// row (first head slice) writes it into the cache at slot_mapping, so no
+// rope_qkv kernel runs and the roped q never goes through memory. The angles
+// are formed before pdl_wait() (positions are staged before the step).
 // Bytes: reads S * nkv * ctx * hd * 2 bytes of K plus the same of V (bf16)
 // and S * ctx/block_size * 4 bytes of block table per head group, writes
 // S*nq*hd*2 bytes (+ partials of S*nq*used*(hd+2)*4 bytes written and read
 // back when a context uses more than one split, without cluster_merge).
+// With RoPE inside: reads the q heads and the new K/V rows of qkv
+// (S * (nq + 2 nkv) * hd * 2 bytes, q once per split) instead of q, and writes
+// S * 2 * nkv * hd * 2 bytes of K/V into the cache.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -41,8 +52,8 @@ namespace photon::cuda {
 struct DecodeAttentionArgs {
   __nv_bfloat16* out = nullptr;            // [S, nq, hd]
   const __nv_bfloat16* q = nullptr;        // [S, nq, hd]: token s is sequence s's only query
-  const __nv_bfloat16* k_cache = nullptr;  // [num_blocks, block_size, nkv, hd]
-  const __nv_bfloat16* v_cache = nullptr;  // same shape
+  __nv_bfloat16* k_cache = nullptr;        // [num_blocks, block_size, nkv, hd]; written only with qkv set
+  __nv_bfloat16* v_cache = nullptr;        // same shape
   const int32_t* block_tables = nullptr;   // [S, max_blocks_per_seq]
   const int32_t* context_lens = nullptr;   // [S]; the query sits at position ctx - 1; 0 gives a zero row
   float* partial_out = nullptr;            // [S, nq, num_splits, hd] workspace, used when num_splits > 1
@@ -58,6 +69,16 @@ struct DecodeAttentionArgs {
   int32_t num_sms = 0;                     // SMs of the device (picks the one-wave variant); 0: assume 132
   float scale = 1.f;                       // softmax scale (1/sqrt(hd) usually)
   bool cluster_merge = false;              // sm_90+: merge splits inside a cluster (num_splits <= 8, no workspace)
+  // RoPE inside the kernel (see above) when qkv is set; q is then ignored.
+  const __nv_bfloat16* qkv = nullptr;      // [S, (nq + 2 nkv) * hd]: q heads, then k heads, then v heads
+  const int32_t* positions = nullptr;      // [S]: the new token's position (its K/V row in the context)
+  const int32_t* slot_mapping = nullptr;   // [S]: its cache slot; outside [0, num_slots) writes nothing
+  const float* inv_freq = nullptr;         // [hd / 2]
+  const void* q_norm = nullptr;            // [hd] or null; bf16, or f32 when norm_f32
+  const void* k_norm = nullptr;            // [hd] or null
+  bool norm_f32 = false;
+  int64_t num_slots = 0;                   // num_blocks * block_size
+  float eps = 1e-6f;                       // q/k norm epsilon
 };
 
 // Splits that give the GPU enough blocks for S sequences. Depends only on the

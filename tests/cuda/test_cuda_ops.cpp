@@ -451,6 +451,115 @@ TEST_CASE("cuda paged decode attention: same launch shape, contexts changing bet
   }
 }
 
+namespace {
+
+// rope_attention of a decode step over random bf16 K/V filling the cache and a random packed qkv:
+// `fused` (the decode kernel with RoPE inside) against the CPU's rope_qkv + attention and against
+// `pair` (a CUDA backend running rope_qkv then attention), per sequence. The cache's planned slots
+// must hold what the CPU wrote, every other slot its old value. Rows listed in `padded` get context
+// 0 and slot -1 in the CUDA plans, as a graph bucket's padding rows do: a zero row, no cache write.
+void check_rope_attention(Backend& fused, Backend& pair, Backend& cpu, const std::vector<SeqSpec>& seqs, Geometry g,
+                          bool qk_norm, int64_t bs, std::mt19937& rng, const std::vector<int32_t>& padded = {}) {
+  const int64_t nq = g.nkv * g.group, hd = g.hd, num_blocks = blocks_for(seqs, bs);
+  const BatchPlan plan = scattered_plan(seqs, int32_t(bs), int32_t(num_blocks), rng);
+  const int64_t S = plan.num_seqs(), row = g.nkv * hd, width = (nq + 2 * g.nkv) * hd;
+  REQUIRE(plan.num_tokens() == S);
+  const auto k = bf16_rounded(random_vec(rng, size_t(num_blocks * bs * row), -2.f, 2.f));
+  const auto v = bf16_rounded(random_vec(rng, size_t(num_blocks * bs * row), -2.f, 2.f));
+  const auto qkv = bf16_rounded(random_vec(rng, size_t(S * width), -2.f, 2.f));
+  const auto freq = inv_freq_of(hd, 500000.0);
+  const auto qn = bf16_rounded(random_vec(rng, size_t(hd), 0.5f, 1.5f));
+  const auto kn = bf16_rounded(random_vec(rng, size_t(hd), 0.5f, 1.5f));
+  const float scale = float(1.0 / std::sqrt(double(hd)));
+  struct Run {
+    std::vector<float> out, k, v;
+  };
+  auto run = [&](Backend& b, DType dt, bool pad) {
+    DeviceTensor dk = upload(b, k, dt, {num_blocks, bs, g.nkv, hd});
+    DeviceTensor dv = upload(b, v, dt, {num_blocks, bs, g.nkv, hd});
+    DeviceTensor dqkv = upload(b, qkv, dt, {S, width});
+    DeviceTensor dfreq = upload(b, freq, DType::f32, {hd / 2});
+    DeviceTensor dqn = upload(b, qn, dt, {hd});
+    DeviceTensor dkn = upload(b, kn, dt, {hd});
+    DeviceTensor dq = poisoned(b, dt, {S, nq, hd});
+    DeviceTensor dout = poisoned(b, dt, {S, nq, hd});
+    auto view = b.stage_plan(plan);
+    REQUIRE(view.has_value());
+    const int32_t zero = 0, none_slot = -1;
+    for (int32_t s : pad ? padded : std::vector<int32_t>{}) {
+      REQUIRE(b.copy_to_device(const_cast<int32_t*>(view->context_lens) + s, &zero, sizeof zero).has_value());
+      REQUIRE(b.copy_to_device(const_cast<int32_t*>(view->slot_mapping) + s, &none_slot, sizeof none_slot).has_value());
+    }
+    const Tensor none;
+    REQUIRE(b.rope_attention(dout.t, dq.t, dqkv.t, *view, dfreq.t, qk_norm ? dqn.t : none, qk_norm ? dkn.t : none,
+                             1e-6f, KvLayer{dk.t, dv.t}, scale)
+                .has_value());
+    return Run{download(b, dout.t), download(b, dk.t), download(b, dv.t)};
+  };
+  const Run want = run(cpu, DType::f32, false);
+  const Run got = run(fused, DType::bf16, true);
+  const Run ref = run(pair, DType::bf16, true);
+
+  std::vector<bool> is_padded(size_t(S), false);
+  for (int32_t s : padded) is_padded[size_t(s)] = true;
+  const size_t per_seq = size_t(nq * hd);
+  for (int64_t s = 0; s < S; ++s) {
+    CAPTURE(s, seqs[size_t(s)].ctx);
+    const auto slice = [&](const std::vector<float>& o) {
+      return std::vector<float>(o.begin() + ptrdiff_t(size_t(s) * per_seq), o.begin() + ptrdiff_t(size_t(s + 1) * per_seq));
+    };
+    if (is_padded[size_t(s)]) {
+      for (float x : slice(got.out)) REQUIRE(x == 0.f);
+      continue;
+    }
+    CHECK(rel_error(slice(got.out), slice(want.out)) < kAttentionTol);
+    CHECK(rel_error(slice(got.out), slice(ref.out)) < kBf16OutputTol);
+  }
+  std::vector<bool> written(size_t(num_blocks * bs), false);
+  for (int64_t s = 0; s < S; ++s)
+    if (!is_padded[size_t(s)]) written[size_t(plan.slot_mapping[size_t(s)])] = true;
+  std::vector<float> got_k, want_k;
+  for (int64_t slot = 0; slot < num_blocks * bs; ++slot)
+    for (int64_t e = 0; e < row; ++e) {
+      const size_t i = size_t(slot * row + e);
+      if (written[size_t(slot)]) {
+        got_k.push_back(got.k[i]);
+        want_k.push_back(want.k[i]);
+        REQUIRE(got.v[i] == want.v[i]);  // V is copied, not computed
+      } else {
+        REQUIRE(got.k[i] == k[i]);
+        REQUIRE(got.v[i] == v[i]);
+      }
+    }
+  CHECK(rel_error(got_k, want_k) < kBf16OutputTol);
+}
+
+}  // namespace
+
+// Decode steps run rope_qkv's work inside the decode attention kernel (CudaBackendOptions::
+// rope_in_decode_attention): the new K/V row is formed in the kernel, used from shared memory by
+// the split that holds it (in its first round or a later one) and written into the cache once.
+TEST_CASE("cuda rope_attention: RoPE inside decode attention matches the CPU and the CUDA pair", "[cuda][attention]") {
+  const bool clusters = GENERATE(true, false);
+  CAPTURE(clusters);
+  auto fused = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters, .rope_in_decode_attention = true});
+  auto pair = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters, .rope_in_decode_attention = false});
+  auto cpu = cpu_reference();
+  std::mt19937 rng(53);
+  for (bool qk_norm : {false, true})
+    for (Geometry g : {Geometry{64, 8, 4}, Geometry{128, 8, 1}, Geometry{128, 8, 4}, Geometry{128, 2, 16},
+                       Geometry{64, 2, 4}, Geometry{32, 2, 2}, Geometry{16, 2, 2}, Geometry{256, 1, 2}}) {
+      CAPTURE(qk_norm, g.hd, g.nkv, g.group);
+      for (int32_t ctx : {1, 17, 190, 4097}) check_rope_attention(*fused, *pair, *cpu, {{ctx, 1}}, g, qk_norm, 16, rng);
+      check_rope_attention(*fused, *pair, *cpu, {{1, 1}, {17, 1}, {300, 1}, {2100, 1}, {5, 1}}, g, qk_norm, 16, rng, {1});
+      std::vector<SeqSpec> many;
+      for (int i = 0; i < 40; ++i) many.push_back({1 + (i * 37) % 250, 1});
+      check_rope_attention(*fused, *pair, *cpu, many, g, qk_norm, 16, rng, {0, 39});
+    }
+  // a block size that is not a power of two
+  check_rope_attention(*fused, *pair, *cpu, {{33, 1}, {70, 1}, {7, 1}}, Geometry{64, 2, 4}, true, 5, rng);
+}
+
 TEST_CASE("cuda prefill attention matches the CPU (chunks over cached prefixes, mixed decodes)", "[cuda]") {
   auto gpu = cuda_backend();
   auto cpu = cpu_reference();

@@ -472,7 +472,7 @@ void check_rope_attention(Backend& fused, Backend& pair, Backend& cpu, const std
   const auto kn = bf16_rounded(random_vec(rng, size_t(hd), 0.5f, 1.5f));
   const float scale = float(1.0 / std::sqrt(double(hd)));
   struct Run {
-    std::vector<float> out, k, v;
+    std::vector<float> out, k, v, q;  // q: the scratch
   };
   auto run = [&](Backend& b, DType dt, bool pad) {
     DeviceTensor dk = upload(b, k, dt, {num_blocks, bs, g.nkv, hd});
@@ -494,12 +494,15 @@ void check_rope_attention(Backend& fused, Backend& pair, Backend& cpu, const std
     REQUIRE(b.rope_attention(dout.t, dq.t, dqkv.t, *view, dfreq.t, qk_norm ? dqn.t : none, qk_norm ? dkn.t : none,
                              1e-6f, KvLayer{dk.t, dv.t}, scale)
                 .has_value());
-    return Run{download(b, dout.t), download(b, dk.t), download(b, dv.t)};
+    return Run{download(b, dout.t), download(b, dk.t), download(b, dv.t), download(b, dq.t)};
   };
   const Run want = run(cpu, DType::f32, false);
   const Run got = run(fused, DType::bf16, true);
   const Run ref = run(pair, DType::bf16, true);
 
+  // The fused kernel never stores q (so it ran, rather than the pair); the pair's rope_qkv did.
+  for (float x : got.q) REQUIRE(std::isnan(x));
+  REQUIRE(!std::isnan(ref.q[0]));
   std::vector<bool> is_padded(size_t(S), false);
   for (int32_t s : padded) is_padded[size_t(s)] = true;
   const size_t per_seq = size_t(nq * hd);

@@ -190,15 +190,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
     load_rows(a.k_cache, kraw, start, current);
     load_rows(a.v_cache, vraw, start, current);
   }
-  // Fused: the rotation of this thread's 8 dims (sub * 8 .. + 7, paired with the other half of the
-  // head: pair index p0 + e), formed before pdl_wait() (positions are staged before the step).
-  constexpr int kHalfLanes = LPK / 2;  // lanes of a row's first half; partner lane = sub ^ kHalfLanes
-  float rot_cos[8], rot_sin[8];
+  // Fused: the rotation angles' cosines and sines of the token's position, one pair index per thread,
+  // into shared memory before pdl_wait() (positions are staged before the step): a store keeps the
+  // compiler from sinking the sincosf work past the wait, into the step's dependent chain.
+  __shared__ float s_rot[2][HD / 2];  // [cos, sin][pair index]
   if (fused) {
     const float pos = float(a.positions[s]);
-    const int p0 = (sub % kHalfLanes) * 8;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) sincosf(pos * a.inv_freq[p0 + e], &rot_sin[e], &rot_cos[e]);
+    for (int p = tid; p < HD / 2; p += kThreads) sincosf(pos * a.inv_freq[p], &s_rot[1][p], &s_rot[0][p]);
+    __syncthreads();
   }
 
   // q and the current token's K/V row come from earlier kernels.
@@ -258,7 +257,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
         for (int e = 0; e < 8; ++e) kv[e] *= inv * w[e];
       }
     }
+    // This thread's 8 dims sub * 8 .. + 7 pair with the partner lane's (the other half of the head) at
+    // pair indices p0 .. p0 + 7.
+    constexpr int kHalfLanes = LPK / 2;  // lanes of a row's first half; partner lane = sub ^ kHalfLanes
     const bool first_half = sub < kHalfLanes;
+    const int p0 = (sub % kHalfLanes) * 8;
+    float rot_cos[8], rot_sin[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      rot_cos[e] = s_rot[0][p0 + e];
+      rot_sin[e] = s_rot[1][p0 + e];
+    }
 #pragma unroll
     for (int g = 0; g < GB; ++g)
 #pragma unroll

@@ -477,11 +477,14 @@ class CudaBackend final : public Backend {
     return r;
   }
 
-  // Decode steps (one query per sequence) with options_.rope_in_decode_attention: one decode attention
-  // kernel that also does rope_qkv's work (decode_attention.cuh); other steps run the pair.
+  // Decode steps (one query per sequence) that options_.rope_in_decode_attention selects: one decode
+  // attention kernel that also does rope_qkv's work (decode_attention.cuh); other steps run the pair.
   Result<void> rope_attention(Tensor out, Tensor q, Tensor qkv, const StepPlanView& plan, Tensor inv_freq,
                               Tensor q_norm, Tensor k_norm, float eps, KvLayer cache, float scale) override {
-    if (!options_.rope_in_decode_attention || plan.num_tokens == 0 || !is_decode(plan))
+    using Rule = CudaBackendOptions::RopeInAttention;
+    const Rule rule = options_.rope_in_decode_attention;
+    const bool fuse = rule == Rule::always || (rule == Rule::with_qk_norm && (!q_norm.empty() || !k_norm.empty()));
+    if (!fuse || plan.num_tokens == 0 || !is_decode(plan))
       return Backend::rope_attention(out, q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache, scale);
     const char* op = "rope_attention";
     PHOTON_ASSIGN_OR_RETURN(const cuda::RopeQkvArgs r, rope_args(op, q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache));
@@ -925,8 +928,9 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   CudaBackendOptions opts = options;
   if (const char* e = std::getenv("PHOTON_CUDA_SKINNY"); e != nullptr && e[0] != '\0')
     opts.skinny_decode_matmul = e[0] == '1';
-  if (const char* e = std::getenv("PHOTON_CUDA_ROPE_IN_ATTENTION"); e != nullptr && e[0] != '\0')
-    opts.rope_in_decode_attention = e[0] == '1';
+  if (const char* e = std::getenv("PHOTON_CUDA_ROPE_IN_ATTENTION"); e != nullptr && (e[0] == '0' || e[0] == '1'))
+    opts.rope_in_decode_attention =
+        e[0] == '1' ? CudaBackendOptions::RopeInAttention::always : CudaBackendOptions::RopeInAttention::never;
   auto backend = std::make_unique<CudaBackend>(opts, prop, stream);
   PHOTON_TRY(backend->init());
   return std::unique_ptr<Backend>(std::move(backend));

@@ -37,10 +37,13 @@ struct CudaBackendOptions {
   // kernels on the H200 (its grid barriers cost about what a kernel boundary does; see
   // docs/persistent-decode.md, "Measured").
   bool persistent_decode = false;
-  // Decode steps rotate q and the new K/V rows inside the decode attention kernel
-  // (Backend::rope_attention; no rope_qkv kernel, q never stored). PHOTON_CUDA_ROPE_IN_ATTENTION=0 / 1
-  // overrides it for any backend (measurements).
-  bool rope_in_decode_attention = true;
+  // Which decode steps rotate q and the new K/V rows inside the decode attention kernel
+  // (Backend::rope_attention: no rope_qkv kernel, q never stored) instead of rope_qkv + attention:
+  // by default those of layers with q/k norms (Qwen3), where it measured faster; Llama-3.2-1B's
+  // steps measured the same or slower with it (docs/performance.md, row 50).
+  // PHOTON_CUDA_ROPE_IN_ATTENTION=0 / 1 (never / always) overrides it for any backend (measurements).
+  enum class RopeInAttention : uint8_t { never, with_qk_norm, always };
+  RopeInAttention rope_in_decode_attention = RopeInAttention::with_qk_norm;
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,

@@ -545,8 +545,9 @@ void check_rope_attention(Backend& fused, Backend& pair, Backend& cpu, const std
 TEST_CASE("cuda rope_attention: RoPE inside decode attention matches the CPU and the CUDA pair", "[cuda][attention]") {
   const bool clusters = GENERATE(true, false);
   CAPTURE(clusters);
-  auto fused = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters, .rope_in_decode_attention = true});
-  auto pair = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters, .rope_in_decode_attention = false});
+  using Rule = CudaBackendOptions::RopeInAttention;
+  auto fused = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters, .rope_in_decode_attention = Rule::always});
+  auto pair = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters, .rope_in_decode_attention = Rule::never});
   auto cpu = cpu_reference();
   std::mt19937 rng(53);
   for (bool qk_norm : {false, true})

@@ -69,6 +69,10 @@ bf16_t* bf(const Tensor& t) { return static_cast<bf16_t*>(t.data); }
 // this many keys: at 4000 keys, 8 cluster splits measured 4.5% slower per step than 16 global ones.
 constexpr int64_t kClusterMergeMaxKeys = 2048;
 
+// RopeInAttention::wide_queries: decode steps of models with at least this query width (nq * hd) run
+// RoPE inside the decode attention kernel (docs/performance.md, row 50).
+constexpr int64_t kRopeInAttentionMinQueryWidth = 4096;
+
 // A decode-only step: one query token per sequence, token s of sequence s.
 bool is_decode(const StepPlanView& plan) { return plan.max_query_len == 1 && plan.num_tokens == plan.num_seqs; }
 
@@ -483,8 +487,8 @@ class CudaBackend final : public Backend {
                               Tensor q_norm, Tensor k_norm, float eps, KvLayer cache, float scale) override {
     using Rule = CudaBackendOptions::RopeInAttention;
     const Rule rule = options_.rope_in_decode_attention;
-    const bool fuse = rule == Rule::always || (rule == Rule::with_qk_norm && (!q_norm.empty() || !k_norm.empty()));
-    if (!fuse || plan.num_tokens == 0 || !is_decode(plan))
+    if (rule == Rule::never || plan.num_tokens == 0 || !is_decode(plan) ||
+        (rule == Rule::wide_queries && q.numel() < kRopeInAttentionMinQueryWidth * plan.num_tokens))
       return Backend::rope_attention(out, q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache, scale);
     const char* op = "rope_attention";
     PHOTON_ASSIGN_OR_RETURN(const cuda::RopeQkvArgs r, rope_args(op, q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache));

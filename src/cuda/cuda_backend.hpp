@@ -38,12 +38,13 @@ struct CudaBackendOptions {
   // docs/persistent-decode.md, "Measured").
   bool persistent_decode = false;
   // Which decode steps rotate q and the new K/V rows inside the decode attention kernel
-  // (Backend::rope_attention: no rope_qkv kernel, q never stored) instead of rope_qkv + attention:
-  // by default those of layers with q/k norms (Qwen3), where it measured faster; Llama-3.2-1B's
-  // steps measured the same or slower with it (docs/performance.md, row 50).
+  // (Backend::rope_attention: no rope_qkv kernel, q never stored) instead of rope_qkv + attention.
+  // By default those of models whose query width nq * hd is at least 4096 (the 8B shapes, where it
+  // measured 0.8-1.6% faster at 16 sequences and the same at one); the 1B-class shapes (Llama-3.2-1B,
+  // Qwen3-0.6B: width 2048) measured the same or up to 1% slower with it (docs/performance.md, row 50).
   // PHOTON_CUDA_ROPE_IN_ATTENTION=0 / 1 (never / always) overrides it for any backend (measurements).
-  enum class RopeInAttention : uint8_t { never, with_qk_norm, always };
-  RopeInAttention rope_in_decode_attention = RopeInAttention::with_qk_norm;
+  enum class RopeInAttention : uint8_t { never, wide_queries, always };
+  RopeInAttention rope_in_decode_attention = RopeInAttention::wide_queries;
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,

@@ -213,6 +213,18 @@ TEST_CASE("cuda GPU goldens with single-sequence decode steps in the persistent 
   check_golden_model(fixtures + "/qwen3-small-hd128", 256, persistent);
 }
 
+// The golden models' query widths (<= 2048) keep the rope_qkv + attention pair by default; these run
+// every decode step with RoPE inside the decode attention kernel.
+TEST_CASE("cuda goldens with RoPE inside decode attention", "[cuda][attention]") {
+  const CudaBackendOptions fused{.rope_in_decode_attention = CudaBackendOptions::RopeInAttention::always};
+  check_golden_model(golden_dir("llama3-tiny"), 13, fused);
+  check_golden_model(golden_dir("qwen3-tiny"), 13, fused);
+  const std::string fixtures = gpu_fixtures_dir();
+  if (fixtures.empty()) FAIL("set PHOTON_GPU_FIXTURES to a copy of ../shared/data/golden (llama3-small-hd64, qwen3-small-hd128)");
+  check_golden_model(fixtures + "/llama3-small-hd64", 256, fused);
+  check_golden_model(fixtures + "/qwen3-small-hd128", 256, fused);
+}
+
 TEST_CASE("cuda graph replay gives the logits of eager decode steps", "[cuda]") {
   auto graphed = cuda_backend();
   auto eager = cuda_backend(CudaBackendOptions{.cuda_graphs = false});

@@ -316,6 +316,7 @@ class CudaBackend final : public Backend {
     if (M == 0) return {};
     if (W.w.dtype == DType::bf16 && M <= cuda::kGemvMaxRows && K >= kSwiGluGemvMinK && I < (int64_t(1) << 30)) {
       cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(I), int32_t(K), false, cuda::GemvMode::silu};
+      g.early_weights = options_.gemv_early_weights;
       if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
     }
     // Decode batches: gemv_skinny's SwiGLU mode while I is within the skinny bound (Qwen3-8B's
@@ -765,7 +766,10 @@ class CudaBackend final : public Backend {
         (one_row_skinny() == OneRowSkinny::all ||
          (one_row_skinny() == OneRowSkinny::bounded && N * K <= one_row_skinny_max_nk())))
       return cuda::launch_gemv_skinny(g, num_sms_, stream_);
-    if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
+    if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) {
+      g.early_weights = options_.gemv_early_weights;
+      return cuda::launch_gemv(g, stream_);
+    }
     // Decode batches' small matrices on the skinny tensor-core kernel (faster than cuBLASLt there).
     if (skinny) return cuda::launch_gemv_skinny(g, num_sms_, stream_);
     // Decode batches on tensor cores when asked (sm_90 clusters; cuBLASLt is faster so far).
@@ -932,6 +936,8 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   CudaBackendOptions opts = options;
   if (const char* e = std::getenv("PHOTON_CUDA_SKINNY"); e != nullptr && e[0] != '\0')
     opts.skinny_decode_matmul = e[0] == '1';
+  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY"); e != nullptr && (e[0] == '0' || e[0] == '1'))
+    opts.gemv_early_weights = e[0] == '1';
   if (const char* e = std::getenv("PHOTON_CUDA_ROPE_IN_ATTENTION"); e != nullptr && (e[0] == '0' || e[0] == '1'))
     opts.rope_in_decode_attention =
         e[0] == '1' ? CudaBackendOptions::RopeInAttention::always : CudaBackendOptions::RopeInAttention::never;

@@ -37,6 +37,11 @@ struct CudaBackendOptions {
   // kernels on the H200 (its grid barriers cost about what a kernel boundary does; see
   // docs/persistent-decode.md, "Measured").
   bool persistent_decode = false;
+  // The one-row GEMV (single-stream products it serves: Llama-3.2-1B's down projection and LM head)
+  // issues each lane's first round of weight loads before pdl_wait(), while the kernel before
+  // finishes (GemvArgs::early_weights; docs/performance.md, row 51). PHOTON_CUDA_GEMV_EARLY=0 / 1
+  // overrides it for any backend (measurements).
+  bool gemv_early_weights = false;
   // Which decode steps rotate q and the new K/V rows inside the decode attention kernel
   // (Backend::rope_attention: no rope_qkv kernel, q never stored) instead of rope_qkv + attention.
   // By default those of models whose query width nq * hd is at least 4096 (the 8B shapes, where it

@@ -15,11 +15,13 @@ constexpr int kUnroll = 8;  // 16-byte weight loads in flight per lane
 // memory. KS > 1 when N alone gives too few warps to keep DRAM busy.
 // silu: a column's warps stream its gate row, then its up row (2K weights per
 // column), and finish the output in registers.
-// Everything is read after pdl_wait(): starting the weight stream before it
-// (weights are never written by kernels) measured slower through register and
-// L2 prefetches, and no faster through shared-memory copies
-// (docs/performance.md rows 16, 18, 21 and 26).
-template <int M, int KS, class Out, GemvMode MODE>
+// early_weights: each lane's first round of weight loads (kUnroll chunks of its
+// column's first row) is issued before pdl_wait() into the registers the loop
+// uses anyway; otherwise everything is read after pdl_wait(). Earlier attempts
+// at starting the weight stream early measured slower through extra registers
+// (fused prologues) and L2 prefetches, and no faster through shared-memory
+// copies (docs/performance.md rows 16, 18, 21 and 26; row 51 for this one).
+template <int M, int KS, class Out, GemvMode MODE, bool EARLY>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   constexpr int kCols = kWarps / KS;
   constexpr int kStep = 32 * KS;
@@ -33,6 +35,15 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   const int chunks = a.K / 8;
   const uint4* w = reinterpret_cast<const uint4*>(a.w + int64_t(active ? n : 0) * a.K);
   const int c0 = slice * 32 + lane;
+
+  // The round's weights; with `early` the first full round of row 0 (the gate row in silu mode) is
+  // loaded before pdl_wait() and in flight across it.
+  const bool early = EARLY && active && c0 + kStep * (kUnroll - 1) < chunks;
+  uint4 first[kUnroll];
+  if (early) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) first[u] = __ldcs(w + c0 + kStep * u);
+  }
 
   pdl_wait();
   pdl_launch_dependents();
@@ -65,12 +76,26 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
         }
       };
       int c = c0;
-      for (; c + kStep * (kUnroll - 1) < chunks; c += kStep * kUnroll) {
-        uint4 wv[kUnroll];
+      if constexpr (EARLY) {
+        bool loaded = r == 0 && early;  // this round's weights are in `first` already
+#pragma unroll 1
+        for (; c + kStep * (kUnroll - 1) < chunks; c += kStep * kUnroll) {
+          if (!loaded) {
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + c + kStep * u);
+            for (int u = 0; u < kUnroll; ++u) first[u] = __ldcs(wr + c + kStep * u);
+          }
+          loaded = false;
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) accumulate(wv[u], c + kStep * u);
+          for (int u = 0; u < kUnroll; ++u) accumulate(first[u], c + kStep * u);
+        }
+      } else {
+        for (; c + kStep * (kUnroll - 1) < chunks; c += kStep * kUnroll) {
+          uint4 wv[kUnroll];
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + c + kStep * u);
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) accumulate(wv[u], c + kStep * u);
+        }
       }
 #pragma unroll 4
       for (; c < chunks; c += kStep) accumulate(__ldcs(wr + c), c);
@@ -101,18 +126,26 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   }
 }
 
-template <int M, int KS>
-cudaError_t launch_mk(const GemvArgs& a, cudaStream_t stream) {
+template <int M, int KS, bool EARLY>
+cudaError_t launch_mke(const GemvArgs& a, cudaStream_t stream) {
   const dim3 blocks(unsigned(ceil_div(a.N, kWarps / KS)));
   switch (a.mode) {
     case GemvMode::add:
-      return launch_kernel(gemv_kernel<M, KS, bf16, GemvMode::add>, blocks, dim3(kThreads), 0, stream, a);
+      return launch_kernel(gemv_kernel<M, KS, bf16, GemvMode::add, EARLY>, blocks, dim3(kThreads), 0, stream, a);
     case GemvMode::silu:
-      return launch_kernel(gemv_kernel<M, KS, bf16, GemvMode::silu>, blocks, dim3(kThreads), 0, stream, a);
+      return launch_kernel(gemv_kernel<M, KS, bf16, GemvMode::silu, EARLY>, blocks, dim3(kThreads), 0, stream, a);
     case GemvMode::plain: break;
   }
-  return launch_kernel(a.out_f32 ? gemv_kernel<M, KS, float, GemvMode::plain> : gemv_kernel<M, KS, bf16, GemvMode::plain>,
+  return launch_kernel(a.out_f32 ? gemv_kernel<M, KS, float, GemvMode::plain, EARLY>
+                                 : gemv_kernel<M, KS, bf16, GemvMode::plain, EARLY>,
                        blocks, dim3(kThreads), 0, stream, a);
+}
+
+// The early-weights variant holds a round across pdl_wait() in 64 registers (4 blocks per SM)
+// against the plain variant's 36 (7 blocks per SM): a separate instantiation.
+template <int M, int KS>
+cudaError_t launch_mk(const GemvArgs& a, cudaStream_t stream) {
+  return a.early_weights ? launch_mke<M, KS, true>(a, stream) : launch_mke<M, KS, false>(a, stream);
 }
 
 template <int M>

@@ -43,6 +43,10 @@ struct GemvArgs {
   int32_t M = 0, N = 0, K = 0;
   bool out_f32 = false;
   GemvMode mode = GemvMode::plain;
+  // Each lane's first round of weight loads (8 x 16 bytes of its column's first row) issued before
+  // pdl_wait(), while the kernel before finishes (weights are never written by kernels); the
+  // activations and the residual are read after it.
+  bool early_weights = false;
 };
 
 // Whether the GEMV kernel serves this product (M <= kGemvMaxRows, K % 8 == 0, 16-byte aligned x and w;

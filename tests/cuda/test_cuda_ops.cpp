@@ -119,7 +119,9 @@ TEST_CASE("cuda silu_mul and gather_logit_rows match the CPU", "[cuda]") {
 }
 
 TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs", "[cuda]") {
-  auto gpu = cuda_backend();
+  const bool early = GENERATE(false, true);  // the GEMV's first round of weights before pdl_wait()
+  CAPTURE(early);
+  auto gpu = cuda_backend(CudaBackendOptions{.gemv_early_weights = early});
   auto cpu = cpu_reference();
   std::mt19937 rng(15);
   struct Shape {
@@ -619,8 +621,9 @@ TEST_CASE("cuda matmul_add matches the CPU (GEMV add mode at M = 1, cuBLASLt wit
   // With skinny_decode_matmul, 2 <= M <= 16 with K % 8 == 0 and N <= 8192 runs gemv_skinny's add mode,
   // and so does M = 1 with N * K <= 12 Mi (the one-row policy).
   const bool skinny = GENERATE(false, true);
-  CAPTURE(skinny);
-  auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny});
+  const bool early = GENERATE(false, true);  // the GEMV's first round of weights before pdl_wait()
+  CAPTURE(skinny, early);
+  auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny, .gemv_early_weights = early});
   auto cpu = cpu_reference();
   std::mt19937 rng(21);
   struct Shape {
@@ -681,8 +684,9 @@ TEST_CASE("cuda matmul_silu matches the CPU (GEMV and gemv_skinny SwiGLU modes, 
   // (16 warps per block while I / 16 blocks fit one wave, else 8) unless M = 1 and K >= 4096 (the
   // GEMV's); without it, or past 16 rows, the product.
   const bool skinny = GENERATE(false, true);
-  CAPTURE(skinny);
-  auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny});
+  const bool early = GENERATE(false, true);  // the GEMV's first round of weights before pdl_wait()
+  CAPTURE(skinny, early);
+  auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny, .gemv_early_weights = early});
   auto cpu = cpu_reference();
   std::mt19937 rng(25);
   struct Shape {

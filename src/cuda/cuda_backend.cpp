@@ -316,7 +316,7 @@ class CudaBackend final : public Backend {
     if (M == 0) return {};
     if (W.w.dtype == DType::bf16 && M <= cuda::kGemvMaxRows && K >= kSwiGluGemvMinK && I < (int64_t(1) << 30)) {
       cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(I), int32_t(K), false, cuda::GemvMode::silu};
-      g.early_weights = options_.gemv_early_weights;
+      g.early_weights = gemv_early(I);
       if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
     }
     // Decode batches: gemv_skinny's SwiGLU mode while I is within the skinny bound (Qwen3-8B's
@@ -752,6 +752,18 @@ class CudaBackend final : public Backend {
     return gemm_->run(out.data, out.dtype, x.data, wide, M, N, K, stream_, accumulate);
   }
 
+  // Whether a one-row GEMV with N outputs loads its first weights early (options_.gemv_early_weights).
+  bool gemv_early(int64_t N) const {
+    using E = CudaBackendOptions::GemvEarly;
+    switch (options_.gemv_early_weights) {
+      case E::none: return false;
+      case E::all: return true;
+      case E::products: return N <= 65536;
+      case E::lm_head: return N > 65536;
+    }
+    return false;
+  }
+
   // out = x @ W^T, or out += it (accumulate: matmul_add's residual, bf16), for bf16 or int8 W.
   Status product(const char* op, Tensor out, Tensor x, const Weight& W, bool accumulate) {
     if (W.w.dtype == DType::i8) return matmul_int8(op, out, x, W, accumulate);
@@ -767,7 +779,7 @@ class CudaBackend final : public Backend {
          (one_row_skinny() == OneRowSkinny::bounded && N * K <= one_row_skinny_max_nk())))
       return cuda::launch_gemv_skinny(g, num_sms_, stream_);
     if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) {
-      g.early_weights = options_.gemv_early_weights;
+      g.early_weights = gemv_early(N);
       return cuda::launch_gemv(g, stream_);
     }
     // Decode batches' small matrices on the skinny tensor-core kernel (faster than cuBLASLt there).
@@ -936,8 +948,16 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   CudaBackendOptions opts = options;
   if (const char* e = std::getenv("PHOTON_CUDA_SKINNY"); e != nullptr && e[0] != '\0')
     opts.skinny_decode_matmul = e[0] == '1';
-  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY"); e != nullptr && (e[0] == '0' || e[0] == '1'))
-    opts.gemv_early_weights = e[0] == '1';
+  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY"); e != nullptr) {
+    using E = CudaBackendOptions::GemvEarly;
+    switch (e[0]) {
+      case '0': opts.gemv_early_weights = E::none; break;
+      case '1': opts.gemv_early_weights = E::all; break;
+      case 'n': opts.gemv_early_weights = E::products; break;
+      case 'l': opts.gemv_early_weights = E::lm_head; break;
+      default: break;
+    }
+  }
   if (const char* e = std::getenv("PHOTON_CUDA_ROPE_IN_ATTENTION"); e != nullptr && (e[0] == '0' || e[0] == '1'))
     opts.rope_in_decode_attention =
         e[0] == '1' ? CudaBackendOptions::RopeInAttention::always : CudaBackendOptions::RopeInAttention::never;

@@ -39,9 +39,11 @@ struct CudaBackendOptions {
   bool persistent_decode = false;
   // The one-row GEMV (single-stream products it serves: Llama-3.2-1B's down projection and LM head)
   // issues each lane's first round of weight loads before pdl_wait(), while the kernel before
-  // finishes (GemvArgs::early_weights; docs/performance.md, row 51). PHOTON_CUDA_GEMV_EARLY=0 / 1
-  // overrides it for any backend (measurements).
-  bool gemv_early_weights = false;
+  // finishes (GemvArgs::early_weights; docs/performance.md, row 51). PHOTON_CUDA_GEMV_EARLY=0 / 1 / n / l
+  // (none / all / products / lm_head) overrides it for any backend (measurements).
+  // none / all / products (N <= 65536: layer products) / lm_head (N > 65536).
+  enum class GemvEarly : uint8_t { none, all, products, lm_head };
+  GemvEarly gemv_early_weights = GemvEarly::none;
   // Which decode steps rotate q and the new K/V rows inside the decode attention kernel
   // (Backend::rope_attention: no rope_qkv kernel, q never stored) instead of rope_qkv + attention.
   // By default those of models whose query width nq * hd is at least 4096 (the 8B shapes, where it

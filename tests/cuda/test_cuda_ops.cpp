@@ -121,7 +121,8 @@ TEST_CASE("cuda silu_mul and gather_logit_rows match the CPU", "[cuda]") {
 TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs", "[cuda]") {
   const bool early = GENERATE(false, true);  // the GEMV's first round of weights before pdl_wait()
   CAPTURE(early);
-  auto gpu = cuda_backend(CudaBackendOptions{.gemv_early_weights = early});
+  using E = CudaBackendOptions::GemvEarly;
+  auto gpu = cuda_backend(CudaBackendOptions{.gemv_early_weights = early ? E::all : E::none});
   auto cpu = cpu_reference();
   std::mt19937 rng(15);
   struct Shape {
@@ -623,7 +624,9 @@ TEST_CASE("cuda matmul_add matches the CPU (GEMV add mode at M = 1, cuBLASLt wit
   const bool skinny = GENERATE(false, true);
   const bool early = GENERATE(false, true);  // the GEMV's first round of weights before pdl_wait()
   CAPTURE(skinny, early);
-  auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny, .gemv_early_weights = early});
+  using E = CudaBackendOptions::GemvEarly;
+  auto gpu = cuda_backend(
+      CudaBackendOptions{.skinny_decode_matmul = skinny, .gemv_early_weights = early ? E::all : E::none});
   auto cpu = cpu_reference();
   std::mt19937 rng(21);
   struct Shape {
@@ -686,7 +689,9 @@ TEST_CASE("cuda matmul_silu matches the CPU (GEMV and gemv_skinny SwiGLU modes, 
   const bool skinny = GENERATE(false, true);
   const bool early = GENERATE(false, true);  // the GEMV's first round of weights before pdl_wait()
   CAPTURE(skinny, early);
-  auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny, .gemv_early_weights = early});
+  using E = CudaBackendOptions::GemvEarly;
+  auto gpu = cuda_backend(
+      CudaBackendOptions{.skinny_decode_matmul = skinny, .gemv_early_weights = early ? E::all : E::none});
   auto cpu = cpu_reference();
   std::mt19937 rng(25);
   struct Shape {

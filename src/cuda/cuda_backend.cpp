@@ -69,6 +69,10 @@ bf16_t* bf(const Tensor& t) { return static_cast<bf16_t*>(t.data); }
 // this many keys: at 4000 keys, 8 cluster splits measured 4.5% slower per step than 16 global ones.
 constexpr int64_t kClusterMergeMaxKeys = 2048;
 
+// GemvEarly::large: one-row GEMVs with N and K both at least this many load their first weights
+// before pdl_wait() (docs/performance.md, row 51).
+constexpr int64_t kGemvEarlyMinDim = 4096;
+
 // RopeInAttention::wide_queries: decode steps of models with at least this query width (nq * hd) run
 // RoPE inside the decode attention kernel (docs/performance.md, row 50).
 constexpr int64_t kRopeInAttentionMinQueryWidth = 4096;
@@ -316,7 +320,7 @@ class CudaBackend final : public Backend {
     if (M == 0) return {};
     if (W.w.dtype == DType::bf16 && M <= cuda::kGemvMaxRows && K >= kSwiGluGemvMinK && I < (int64_t(1) << 30)) {
       cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(I), int32_t(K), false, cuda::GemvMode::silu};
-      g.early_weights = gemv_early(I);
+      g.early_weights = gemv_early(I, K);
       if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
     }
     // Decode batches: gemv_skinny's SwiGLU mode while I is within the skinny bound (Qwen3-8B's
@@ -752,14 +756,14 @@ class CudaBackend final : public Backend {
     return gemm_->run(out.data, out.dtype, x.data, wide, M, N, K, stream_, accumulate);
   }
 
-  // Whether a one-row GEMV with N outputs loads its first weights early (options_.gemv_early_weights).
-  bool gemv_early(int64_t N) const {
+  // Whether a one-row GEMV of N outputs and K inputs loads its first weights early
+  // (options_.gemv_early_weights).
+  bool gemv_early(int64_t N, int64_t K) const {
     using E = CudaBackendOptions::GemvEarly;
     switch (options_.gemv_early_weights) {
       case E::none: return false;
+      case E::large: return N >= kGemvEarlyMinDim && K >= kGemvEarlyMinDim;
       case E::all: return true;
-      case E::products: return N <= 65536;
-      case E::lm_head: return N > 65536;
     }
     return false;
   }
@@ -779,7 +783,7 @@ class CudaBackend final : public Backend {
          (one_row_skinny() == OneRowSkinny::bounded && N * K <= one_row_skinny_max_nk())))
       return cuda::launch_gemv_skinny(g, num_sms_, stream_);
     if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) {
-      g.early_weights = gemv_early(N);
+      g.early_weights = gemv_early(N, K);
       return cuda::launch_gemv(g, stream_);
     }
     // Decode batches' small matrices on the skinny tensor-core kernel (faster than cuBLASLt there).
@@ -948,16 +952,8 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   CudaBackendOptions opts = options;
   if (const char* e = std::getenv("PHOTON_CUDA_SKINNY"); e != nullptr && e[0] != '\0')
     opts.skinny_decode_matmul = e[0] == '1';
-  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY"); e != nullptr) {
-    using E = CudaBackendOptions::GemvEarly;
-    switch (e[0]) {
-      case '0': opts.gemv_early_weights = E::none; break;
-      case '1': opts.gemv_early_weights = E::all; break;
-      case 'n': opts.gemv_early_weights = E::products; break;
-      case 'l': opts.gemv_early_weights = E::lm_head; break;
-      default: break;
-    }
-  }
+  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY"); e != nullptr && (e[0] == '0' || e[0] == '1'))
+    opts.gemv_early_weights = e[0] == '1' ? CudaBackendOptions::GemvEarly::all : CudaBackendOptions::GemvEarly::none;
   if (const char* e = std::getenv("PHOTON_CUDA_ROPE_IN_ATTENTION"); e != nullptr && (e[0] == '0' || e[0] == '1'))
     opts.rope_in_decode_attention =
         e[0] == '1' ? CudaBackendOptions::RopeInAttention::always : CudaBackendOptions::RopeInAttention::never;

@@ -37,13 +37,14 @@ struct CudaBackendOptions {
   // kernels on the H200 (its grid barriers cost about what a kernel boundary does; see
   // docs/persistent-decode.md, "Measured").
   bool persistent_decode = false;
-  // The one-row GEMV (single-stream products it serves: Llama-3.2-1B's down projection and LM head)
-  // issues each lane's first round of weight loads before pdl_wait(), while the kernel before
-  // finishes (GemvArgs::early_weights; docs/performance.md, row 51). PHOTON_CUDA_GEMV_EARLY=0 / 1 / n / l
-  // (none / all / products / lm_head) overrides it for any backend (measurements).
-  // none / all / products (N <= 65536: layer products) / lm_head (N > 65536).
-  enum class GemvEarly : uint8_t { none, all, products, lm_head };
-  GemvEarly gemv_early_weights = GemvEarly::none;
+  // Which one-row GEMV products (the single-stream products it serves) issue each lane's first round
+  // of weight loads before pdl_wait(), while the kernel before finishes (GemvArgs::early_weights):
+  // by default those with N and K both at least 4096 (every Qwen3-8B product: single stream 4.16-4.18
+  // -> 4.11-4.12 ms/token with it), not Llama-3.2-1B's down projection and LM head (its step measured
+  // 1.5% slower with every GEMV on it; docs/performance.md, row 51). PHOTON_CUDA_GEMV_EARLY=0 / 1
+  // (none / all) overrides it for any backend (measurements).
+  enum class GemvEarly : uint8_t { none, large, all };
+  GemvEarly gemv_early_weights = GemvEarly::large;
   // Which decode steps rotate q and the new K/V rows inside the decode attention kernel
   // (Backend::rope_attention: no rope_qkv kernel, q never stored) instead of rope_qkv + attention.
   // By default those of models whose query width nq * hd is at least 4096 (the 8B shapes, where it

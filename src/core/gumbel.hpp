@@ -65,7 +65,7 @@ PHOTON_HD inline float gumbel_log(float x) {
 }
 
 // G = -log(-log(u)) for the 32 random bits x: u = ((x >> 9) + 1/2) * 2^-23 lies in
-// [2^-24, 1 - 2^-24], so G lies in [-2.85, 16.64].
+// [2^-24, 1 - 2^-24], so G lies in [-2.82, 16.64].
 PHOTON_HD inline float gumbel_from_bits(uint32_t x) {
   const float u = (float(x >> 9) + 0.5f) * 1.1920928955078125e-7f;
   return -gumbel_log(-gumbel_log(u));

@@ -49,7 +49,7 @@ struct CudaBackendOptions {
   // (Backend::rope_attention: no rope_qkv kernel, q never stored) instead of rope_qkv + attention.
   // By default those of models whose query width nq * hd is at least 4096 (the 8B shapes, where it
   // measured 0.8-1.6% faster at 16 sequences and the same at one); the 1B-class shapes (Llama-3.2-1B,
-  // Qwen3-0.6B: width 2048) measured the same or up to 1% slower with it (docs/performance.md, row 50).
+  // Qwen3-0.6B: width 2048) measured the same or up to 1.8% slower with it (docs/performance.md, row 50).
   // PHOTON_CUDA_ROPE_IN_ATTENTION=0 / 1 (never / always) overrides it for any backend (measurements).
   enum class RopeInAttention : uint8_t { never, wide_queries, always };
   RopeInAttention rope_in_decode_attention = RopeInAttention::wide_queries;

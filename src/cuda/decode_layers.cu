@@ -486,6 +486,12 @@ __device__ void produce(const DecodeLayersArgs& a, const SmemPlan& p, uint8_t* s
         const int n = min(s.per_chunk, s.u1 - u);
         const unsigned st = seq % unsigned(p.stages), use = seq / unsigned(p.stages);
         if (use > 0) mbar_wait(&empty[st], (use - 1u) & 1u);
+        if (a.max_in_flight > 0 && seq >= unsigned(a.max_in_flight)) {
+          // Load seq - max_in_flight's phase of its full barrier: no later phase of that stage can
+          // complete before this lane issues it, so the parity names exactly that load.
+          const unsigned older = seq - unsigned(a.max_in_flight);
+          mbar_wait(&full[older % unsigned(p.stages)], (older / unsigned(p.stages)) & 1u);
+        }
         if (a.trace != nullptr && u == s.u0)
           a.trace[(int64_t(blockIdx.x) * a.num_layers + l) * kDecodeLayersTraceEvents + 16 + ph] = global_ns();
         const unsigned bytes = unsigned(n) * row_bytes;

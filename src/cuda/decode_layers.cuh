@@ -84,6 +84,11 @@ struct DecodeLayersArgs {
   // and flags that leave work out (kDecodeLayersSkipDot, kDecodeLayersSkipAttention).
   long long* trace = nullptr;
   int32_t flags = 0;
+  // Weight loads the producer keeps in flight, in ring stages: before issuing stage load s it waits
+  // until load s - max_in_flight has landed. 0: no cap (every free stage in flight). Landed,
+  // unconsumed stages still fill the ring; the cap bounds only the requests queued in the memory
+  // system ahead of the consumers' own accesses (docs/persistent-decode.md, "weight queue's depth").
+  int32_t max_in_flight = 0;
 };
 
 inline constexpr int kDecodeLayersTraceEvents = 20;  // 16 consumer phase stamps, 4 producer stamps per layer

@@ -2,8 +2,9 @@
 // decoder shape, and breaks one launch down by phase from its globaltimer trace: where the time
 // between grid barriers goes, and when each CTA's producer starts streaming each phase.
 //
-//   photon_decode_layers_bench [H I nq nkv hd layers ctx iterations]
-//   (defaults: Llama-3.2-1B, 16 layers, context 192, 50 launches)
+//   photon_decode_layers_bench [H I nq nkv hd layers ctx iterations in_flight]
+//   (defaults: Llama-3.2-1B, 16 layers, context 192, 50 launches, no cap on the weight loads in
+//   flight; in_flight = DecodeLayersArgs::max_in_flight, in ring stages)
 //
 // Prints ms per launch and GB/s of layer weights for each set of left-out work (flags of
 // DecodeLayersArgs), then the trace of one full launch: per phase, the mean and the max over CTAs of
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   auto arg = [&](int i, long d) { return argc > i ? std::atol(argv[i]) : d; };
   const int H = int(arg(1, 2048)), I = int(arg(2, 8192)), nq = int(arg(3, 32)), nkv = int(arg(4, 8));
   const int hd = int(arg(5, 64)), layers = int(arg(6, 16)), ctx = int(arg(7, 192)), iters = int(arg(8, 50));
+  const int in_flight = int(arg(9, 0));  // DecodeLayersArgs::max_in_flight
   int sms = 0, major = 0;
   CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
@@ -98,6 +100,7 @@ int main(int argc, char** argv) {
   a.hidden = H, a.intermediate = I, a.num_q_heads = nq, a.num_kv_heads = nkv, a.head_dim = hd;
   a.block_size = bs, a.num_slots = int64_t(blocks) * bs;
   a.eps = 1e-5f, a.scale = 0.125f;
+  a.max_in_flight = in_flight;
 
   cudaStream_t stream = nullptr;
   CHECK_CUDA(cudaStreamCreate(&stream));
@@ -110,8 +113,8 @@ int main(int argc, char** argv) {
       std::exit(1);
     }
   };
-  std::printf("H %d I %d nq %d nkv %d hd %d layers %d ctx %d: %.1f MB per layer, %d SMs\n", H, I, nq, nkv, hd, layers,
-              ctx, double(layer_bytes) / 1e6, sms);
+  std::printf("H %d I %d nq %d nkv %d hd %d layers %d ctx %d in-flight cap %d: %.1f MB per layer, %d SMs\n", H, I, nq,
+              nkv, hd, layers, ctx, in_flight, double(layer_bytes) / 1e6, sms);
   const char* names[4] = {"full", "no dot products", "no attention", "neither"};
   for (int flags = 0; flags < 4; ++flags) {
     a.flags = flags;

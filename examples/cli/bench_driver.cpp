@@ -23,8 +23,6 @@ void LockstepDriver::start(int32_t num_seqs, int32_t prompt_len) {
 }
 
 Result<void> LockstepDriver::run(const BatchPlan& plan, const std::vector<int32_t>& rows) {
-  PHOTON_ASSIGN_OR_RETURN(Tensor logits,
-                          backend_.run_step(plan, [&](const StepPlanView& v) { return model_.forward(v); }));
   const size_t R = rows.size();
   params_.assign(R, sampling_);
   steps_.resize(R);
@@ -42,7 +40,7 @@ Result<void> LockstepDriver::run(const BatchPlan& plan, const std::vector<int32_
   SampleOutput out;
   out.token_ids = ids_.data();
   out.logprobs = logprobs_.data();
-  PHOTON_TRY(backend_.sample(logits, batch, out));
+  PHOTON_TRY(backend_.run_step_sampled(plan, [&](const StepPlanView& v) { return model_.forward(v); }, batch, out));
   for (size_t r = 0; r < R; ++r) {
     Seq& q = seqs_[size_t(rows[r])];
     q.tokens.push_back(ids_[r]);

@@ -8,6 +8,13 @@
 
 namespace photon {
 
+Result<void> Backend::run_step_sampled(const BatchPlan& plan, const StepForward& forward, const SampleBatch& batch,
+                                       const SampleOutput& out) {
+  PHOTON_ASSIGN_OR_RETURN(Tensor logits, run_step(plan, forward));
+  if (batch.num_rows == 0) return {};  // a step of prefill chunks only: nothing to sample
+  return sample(logits, batch, out);
+}
+
 Result<void> Backend::rope_attention(Tensor out, Tensor q, Tensor qkv, const StepPlanView& plan, Tensor inv_freq,
                                      Tensor q_norm, Tensor k_norm, float eps, KvLayer cache, float scale) {
   PHOTON_TRY(rope_qkv(q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache));

@@ -159,6 +159,14 @@ class Backend {
     return out->rows(0, plan.num_logits());
   }
 
+  // run_step, then sample() over its logits (nothing when batch.num_rows is 0); outputs land in
+  // host memory and this call waits for them. A backend may fold the sampling into its recording
+  // of the step (CUDA: the one-pass sampler at the end of a decode graph, for batches it serves),
+  // with the same results and errors as the separate calls. batch.num_rows must be 0 or
+  // plan.num_logits().
+  virtual Result<void> run_step_sampled(const BatchPlan& plan, const StepForward& forward, const SampleBatch& batch,
+                                        const SampleOutput& out);
+
   // ---- ops ----------------------------------------------------------------
   // out[T,H] = table.w[ids[t], :]  (ids staged: plan.input_ids)
   virtual Result<void> embed(Tensor out, const Weight& table, const StepPlanView& plan) = 0;

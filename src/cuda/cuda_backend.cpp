@@ -7,9 +7,12 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -249,6 +252,8 @@ class CudaBackend final : public Backend {
   }
 
   Result<Tensor> run_step(const BatchPlan& plan, const StepForward& forward) override;
+  Result<void> run_step_sampled(const BatchPlan& plan, const StepForward& forward, const SampleBatch& batch,
+                                const SampleOutput& out) override;
 
   // ---- ops ------------------------------------------------------------------
   Result<void> embed(Tensor out, const Weight& table, const StepPlanView& plan) override {
@@ -610,6 +615,7 @@ class CudaBackend final : public Backend {
   }
   const std::string& device_name() const noexcept { return device_name_; }
   int64_t persistent_launches() const noexcept { return persistent_launches_; }
+  int64_t sampled_graph_steps() const noexcept { return sampled_graph_steps_; }
 
  protected:
   void release(void* ptr) noexcept override { alloc_.release(ptr); }
@@ -708,6 +714,7 @@ class CudaBackend final : public Backend {
     a.num_slots = cs0->num_blocks * cs0->bs;
     a.eps = p.eps;
     a.scale = p.attn_scale;
+    a.max_in_flight = options_.persistent_max_in_flight;
     PHOTON_TRY(cuda::launch_decode_layers(a, num_sms_, stream_));
     ++persistent_launches_;
     return true;
@@ -797,8 +804,15 @@ class CudaBackend final : public Backend {
 
   struct GraphKey {
     int32_t bucket, width;
-    bool operator<(const GraphKey& o) const { return bucket != o.bucket ? bucket < o.bucket : width < o.width; }
+    bool sampled = false;  // the graph ends with the one-pass sampler (run_step_sampled)
+    bool operator<(const GraphKey& o) const {
+      if (bucket != o.bucket) return bucket < o.bucket;
+      if (width != o.width) return width < o.width;
+      return sampled < o.sampled;
+    }
   };
+  // A decode-only plan that graphs serve: its key (bucket, block-table width), else nullopt.
+  std::optional<GraphKey> graph_key(const BatchPlan& plan) const;
   struct StepGraph {
     cudaGraphExec_t exec = nullptr;
     Tensor result;                  // forward's result at capture (fixed address)
@@ -807,13 +821,20 @@ class CudaBackend final : public Backend {
     int64_t embed_rows = 0;         // embedding rows seen at capture (token ids are checked against it)
     int32_t cache_block_size = 0;   // KV cache geometry seen at capture
     int64_t cache_num_blocks = 0;
+    uint64_t sampler_epoch = 0;     // sampled graphs: the sampler's fixed buffers the capture used
   };
   void drop_graph(std::map<GraphKey, StepGraph>::iterator it) {
     cudaGraphExecDestroy(it->second.exec);
     graphs_.erase(it);
   }
+  // The checks a replay needs that capture did on the host (token ids, cache geometry).
+  Status check_replay(const StepGraph& g);
   Result<Tensor> replay(StepGraph& g, const BatchPlan& plan);
   Result<Tensor> capture(const GraphKey& key, const StepPlanView& view, const BatchPlan& plan, const StepForward& forward);
+  // Records forward (and, for sampled keys, the sampler over its logits) into a new graph of
+  // graphs_ without launching it; nullptr when the forward pass cannot be captured (graphs_failed_
+  // is then set). Errors of forward itself are returned.
+  Result<StepGraph*> record(const GraphKey& key, const StepPlanView& view, const StepForward& forward);
 
   cuda::DeviceAllocator alloc_;  // first member: outlives every buffer below
   CudaBackendOptions options_;
@@ -829,6 +850,7 @@ class CudaBackend final : public Backend {
   Buffer persistent_partials_;  // decode_layers' attention partials
   Buffer persistent_sync_;      // decode_layers' grid barrier counters (zero between launches)
   int64_t persistent_launches_ = 0;
+  int64_t sampled_graph_steps_ = 0;  // run_step_sampled steps replayed with the sampler inside
   std::unique_ptr<cuda::Sampler> sampler_;
   int64_t embed_rows_ = 0;
   std::map<GraphKey, StepGraph> graphs_;
@@ -836,50 +858,97 @@ class CudaBackend final : public Backend {
   std::string device_name_;
 };
 
-Result<Tensor> CudaBackend::run_step(const BatchPlan& plan, const StepForward& forward) {
-  PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
+std::optional<CudaBackend::GraphKey> CudaBackend::graph_key(const BatchPlan& plan) const {
   const int32_t S = plan.num_seqs();
   bool graphable = options_.cuda_graphs && !graphs_failed_ && S >= 1 && S <= options_.max_graph_batch &&
                    plan.num_tokens() == S && plan.num_logits() == S;
   for (int32_t s = 0; graphable && s < S; ++s)
     graphable = plan.logits_rows[size_t(s)] == s && plan.query_start[size_t(s) + 1] == s + 1;
-  if (!graphable) return Backend::run_step(plan, forward);
-
+  if (!graphable) return std::nullopt;
   int32_t width = 16;
   while (width < plan.max_blocks_per_seq) width *= 2;
-  const GraphKey key{bucket_for(S), width};
-  PHOTON_ASSIGN_OR_RETURN(const StepPlanView view, staging_.stage_padded(plan, key.bucket, key.width));
-  auto it = graphs_.find(key);
+  return GraphKey{bucket_for(S), width};
+}
+
+Result<Tensor> CudaBackend::run_step(const BatchPlan& plan, const StepForward& forward) {
+  PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
+  const std::optional<GraphKey> key = graph_key(plan);
+  if (!key) return Backend::run_step(plan, forward);
+  PHOTON_ASSIGN_OR_RETURN(const StepPlanView view, staging_.stage_padded(plan, key->bucket, key->width));
+  auto it = graphs_.find(*key);
   if (it != graphs_.end()) {
     if (it->second.alloc_generation == alloc_.generation() && it->second.plan_epoch == staging_.graph_buffer_epoch())
       return replay(it->second, plan);
     drop_graph(it);
   }
-  return capture(key, view, plan, forward);
+  return capture(*key, view, plan, forward);
 }
 
-Result<Tensor> CudaBackend::replay(StepGraph& g, const BatchPlan& plan) {
+Result<void> CudaBackend::run_step_sampled(const BatchPlan& plan, const StepForward& forward, const SampleBatch& batch,
+                                          const SampleOutput& out) {
+  PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
+  std::optional<GraphKey> key = options_.sample_in_graph ? graph_key(plan) : std::nullopt;
+  if (!key || batch.num_rows != plan.num_seqs() || out.token_ids == nullptr ||
+      !sampler_->graph_eligible(batch, key->bucket))
+    return Backend::run_step_sampled(plan, forward, batch, out);
+  key->sampled = true;
+  // The graph (recorded on first use over this plan's staging; recording launches nothing), then
+  // the rows' parameters validated against its vocabulary: a refused batch leaves no work behind.
+  StepGraph* g = nullptr;
+  if (auto it = graphs_.find(*key); it != graphs_.end()) {
+    if (it->second.alloc_generation == alloc_.generation() && it->second.plan_epoch == staging_.graph_buffer_epoch() &&
+        it->second.sampler_epoch == sampler_->graph_epoch())
+      g = &it->second;
+    else
+      drop_graph(it);
+  }
+  if (g == nullptr) {
+    PHOTON_TRY(sampler_->prepare_graph());
+    PHOTON_ASSIGN_OR_RETURN(const StepPlanView view, staging_.stage_padded(plan, key->bucket, key->width));
+    PHOTON_ASSIGN_OR_RETURN(g, record(*key, view, forward));
+    if (g == nullptr) return Backend::run_step_sampled(plan, forward, batch, out);  // cannot be captured
+  }
+  std::array<cuda::SampleRowParams, cuda::kOnePassMaxRows> params;
+  PHOTON_TRY(sampler_->graph_params(batch, g->result.dim(1), key->bucket, params.data()));
+  PHOTON_TRY(staging_.stage_padded(plan, key->bucket, key->width,
+                                   std::as_bytes(std::span(params.data(), size_t(key->bucket)))));
+  PHOTON_TRY(check_replay(*g));
+  PHOTON_CUDA_TRY(cudaGraphLaunch(g->exec, stream_));
+  ++sampled_graph_steps_;
+  return sampler_->finish_graph(batch, out);
+}
+
+Status CudaBackend::check_replay(const StepGraph& g) {
   const auto& info = staging_.info();
   if (g.embed_rows > 0 && (info.min_input_id < 0 || info.max_input_id >= g.embed_rows))
     return fail(Errc::out_of_range, "cuda embed: token id " +
                                         std::to_string(info.min_input_id < 0 ? info.min_input_id : info.max_input_id) +
                                         " outside the embedding table's " + std::to_string(g.embed_rows) + " rows");
   if (g.cache_block_size > 0) PHOTON_TRY(staging_.check_cache(g.cache_block_size, g.cache_num_blocks));
+  return {};
+}
+
+Result<Tensor> CudaBackend::replay(StepGraph& g, const BatchPlan& plan) {
+  PHOTON_TRY(check_replay(g));
   PHOTON_CUDA_TRY(cudaGraphLaunch(g.exec, stream_));
   return g.result.rows(0, plan.num_logits());
 }
 
-Result<Tensor> CudaBackend::capture(const GraphKey& key, const StepPlanView& view, const BatchPlan& plan,
-                                    const StepForward& forward) {
+Result<CudaBackend::StepGraph*> CudaBackend::record(const GraphKey& key, const StepPlanView& view,
+                                                    const StepForward& forward) {
   embed_rows_ = 0;
   PHOTON_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
   Result<Tensor> out = forward(view);
+  if (out && key.sampled) {
+    const auto* params = static_cast<const cuda::SampleRowParams*>(staging_.graph_side());
+    if (Status st = sampler_->launch_in_graph(*out, params); !st) out = Unexpected{std::move(st).error()};
+  }
   cudaGraph_t graph = nullptr;
   const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
   if (!out) {
     if (graph != nullptr) cudaGraphDestroy(graph);
     (void)cudaGetLastError();
-    return out;
+    return Unexpected{std::move(out).error()};
   }
   cudaGraphExec_t exec = nullptr;
   cudaError_t inst = end;
@@ -892,7 +961,7 @@ Result<Tensor> CudaBackend::capture(const GraphKey& key, const StepPlanView& vie
     (void)cudaGetLastError();
     if (exec != nullptr) cudaGraphExecDestroy(exec);
     graphs_failed_ = true;
-    return Backend::run_step(plan, forward);
+    return static_cast<StepGraph*>(nullptr);
   }
   StepGraph g;
   g.exec = exec;
@@ -902,9 +971,17 @@ Result<Tensor> CudaBackend::capture(const GraphKey& key, const StepPlanView& vie
   g.embed_rows = embed_rows_;
   g.cache_block_size = staging_.checked_block_size();
   g.cache_num_blocks = staging_.checked_num_blocks();
+  g.sampler_epoch = sampler_->graph_epoch();
   auto [it, inserted] = graphs_.emplace(key, g);
-  PHOTON_CUDA_TRY(cudaGraphLaunch(it->second.exec, stream_));
-  return it->second.result.rows(0, plan.num_logits());
+  return &it->second;
+}
+
+Result<Tensor> CudaBackend::capture(const GraphKey& key, const StepPlanView& view, const BatchPlan& plan,
+                                    const StepForward& forward) {
+  PHOTON_ASSIGN_OR_RETURN(StepGraph* g, record(key, view, forward));
+  if (g == nullptr) return Backend::run_step(plan, forward);
+  PHOTON_CUDA_TRY(cudaGraphLaunch(g->exec, stream_));
+  return g->result.rows(0, plan.num_logits());
 }
 
 }  // namespace
@@ -918,6 +995,11 @@ Result<double> cuda_copy_bandwidth(Backend& backend, size_t bytes, int32_t itera
 int64_t cuda_persistent_decode_launches(const Backend& backend) {
   const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
   return cuda != nullptr ? cuda->persistent_launches() : 0;
+}
+
+int64_t cuda_sampled_graph_steps(const Backend& backend) {
+  const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
+  return cuda != nullptr ? cuda->sampled_graph_steps() : 0;
 }
 
 std::string cuda_device_name(const Backend& backend) {
@@ -940,6 +1022,8 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   if (options.gemm_workspace_bytes < (size_t(1) << 20))
     return fail(Errc::invalid_argument, "CudaBackendOptions::gemm_workspace_bytes must be at least 1 MiB");
   if (options.max_graph_batch < 0) return fail(Errc::invalid_argument, "CudaBackendOptions::max_graph_batch must be >= 0");
+  if (options.persistent_max_in_flight < 0)
+    return fail(Errc::invalid_argument, "CudaBackendOptions::persistent_max_in_flight must be >= 0");
   PHOTON_CUDA_TRY(cudaSetDevice(options.device));
   cudaDeviceProp prop{};
   PHOTON_CUDA_TRY(cudaGetDeviceProperties(&prop, options.device));
@@ -957,6 +1041,10 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   if (const char* e = std::getenv("PHOTON_CUDA_ROPE_IN_ATTENTION"); e != nullptr && (e[0] == '0' || e[0] == '1'))
     opts.rope_in_decode_attention =
         e[0] == '1' ? CudaBackendOptions::RopeInAttention::always : CudaBackendOptions::RopeInAttention::never;
+  if (const char* e = std::getenv("PHOTON_CUDA_PERSISTENT_INFLIGHT"); e != nullptr && e[0] >= '0' && e[0] <= '9')
+    opts.persistent_max_in_flight = int32_t(std::atoi(e));
+  if (const char* e = std::getenv("PHOTON_CUDA_SAMPLE_IN_GRAPH"); e != nullptr && (e[0] == '0' || e[0] == '1'))
+    opts.sample_in_graph = e[0] == '1';
   auto backend = std::make_unique<CudaBackend>(opts, prop, stream);
   PHOTON_TRY(backend->init());
   return std::unique_ptr<Backend>(std::move(backend));

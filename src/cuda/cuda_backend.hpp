@@ -37,6 +37,9 @@ struct CudaBackendOptions {
   // kernels on the H200 (its grid barriers cost about what a kernel boundary does; see
   // docs/persistent-decode.md, "Measured").
   bool persistent_decode = false;
+  // The persistent kernel's cap on weight loads in flight, in ring stages (DecodeLayersArgs::
+  // max_in_flight; 0: none). PHOTON_CUDA_PERSISTENT_INFLIGHT=N overrides it (measurements).
+  int32_t persistent_max_in_flight = 0;
   // Which one-row GEMV products (the single-stream products it serves) issue each lane's first round
   // of weight loads before pdl_wait(), while the kernel before finishes (GemvArgs::early_weights):
   // by default those with N and K both at least 4096 (every Qwen3-8B product: single stream 4.16-4.18
@@ -53,6 +56,11 @@ struct CudaBackendOptions {
   // PHOTON_CUDA_ROPE_IN_ATTENTION=0 / 1 (never / always) overrides it for any backend (measurements).
   enum class RopeInAttention : uint8_t { never, wide_queries, always };
   RopeInAttention rope_in_decode_attention = RopeInAttention::wide_queries;
+  // Decode steps that graphs serve end their graph with the one-pass sampler when every row allows
+  // it (Backend::run_step_sampled; at most 64 rows, greedy or uncut Gumbel-max draws, no penalty,
+  // no top-n logprobs): the sampler launches with PDL after the LM head inside the graph, and its
+  // row parameters travel in the plan's copy. PHOTON_CUDA_SAMPLE_IN_GRAPH=0 / 1 overrides it.
+  bool sample_in_graph = true;
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,
@@ -70,6 +78,9 @@ Result<double> cuda_copy_bandwidth(Backend& backend, size_t bytes, int32_t itera
 // How many times a CUDA backend launched the persistent decode kernel (decode_layers) since it was
 // made: eager steps and graph captures, not graph replays; 0 for a non-CUDA backend.
 int64_t cuda_persistent_decode_launches(const Backend& backend);
+// Decode steps a CUDA backend ran through a graph that ends with the sampler (run_step_sampled);
+// 0 for other backends. For tests.
+int64_t cuda_sampled_graph_steps(const Backend& backend);
 
 // The GPU's name as the driver reports it ("NVIDIA H200"); empty for a non-CUDA backend.
 std::string cuda_device_name(const Backend& backend);

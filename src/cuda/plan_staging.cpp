@@ -134,8 +134,27 @@ Result<StepPlanView> PlanStaging::stage(const BatchPlan& plan) {
   return v;
 }
 
-Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bucket, int32_t width) {
+namespace {
+// Fixed int offsets of the padded layout for capacity C: ids, positions, context_lens,
+// slot_mapping, logits_rows, query_start, the side region (C rows of kSideRowBytes), block_tables.
+struct PaddedLayout {
+  size_t ids, pos, ctx, slot, rows, qs, side, bt;
+  explicit PaddedLayout(size_t C)
+      : ids(0), pos(align_ints(C)), ctx(pos + align_ints(C)), slot(ctx + align_ints(C)), rows(slot + align_ints(C)),
+        qs(rows + align_ints(C)), side(qs + align_ints(C + 1)), bt(side + C * PlanStaging::kSideRowBytes / 4) {}
+};
+}  // namespace
+
+const void* PlanStaging::graph_side() const noexcept {
+  if (graph_.device == nullptr) return nullptr;
+  return static_cast<const int32_t*>(graph_.device) + PaddedLayout(size_t(graph_capacity_)).side;
+}
+
+Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bucket, int32_t width,
+                                               std::span<const std::byte> side) {
   PHOTON_TRY(check_plan(plan));
+  if (bucket <= 0 || side.size() % size_t(bucket) != 0 || side.size() / size_t(bucket) > kSideRowBytes)
+    return fail(Errc::internal, "stage_plan: the side payload must be bucket rows of at most 64 bytes");
   const int32_t S = plan.num_seqs();
   if (plan.num_tokens() != S || plan.num_logits() != S || S > bucket || plan.max_blocks_per_seq > width)
     return fail(Errc::internal, "stage_plan: a padded plan must be decode-only and fit its bucket");
@@ -151,9 +170,9 @@ Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bu
   }
   const size_t C = size_t(graph_capacity_), B = size_t(bucket), Wd = size_t(width);
   const size_t Wp = size_t(plan.max_blocks_per_seq);
-  // Fixed offsets for capacity C: ids, positions, context_lens, slot_mapping, logits_rows, query_start, block_tables.
-  const size_t o_ids = 0, o_pos = align_ints(C), o_ctx = o_pos + align_ints(C), o_slot = o_ctx + align_ints(C),
-               o_rows = o_slot + align_ints(C), o_qs = o_rows + align_ints(C), o_bt = o_qs + align_ints(C + 1);
+  const PaddedLayout L(C);
+  const size_t o_ids = L.ids, o_pos = L.pos, o_ctx = L.ctx, o_slot = L.slot, o_rows = L.rows, o_qs = L.qs,
+               o_bt = L.bt;
   const size_t capacity_ints = o_bt + C * size_t(graph_width_);
   const size_t used_ints = o_bt + B * Wd;
   PHOTON_TRY(ensure_host(capacity_ints * 4));
@@ -172,6 +191,7 @@ Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bu
     for (; b < Wd; ++b) row[b] = -1;
   }
   host_[o_qs + B] = int32_t(B);
+  if (!side.empty()) std::memcpy(host_ + L.side, side.data(), side.size());  // rows packed: [bucket][row bytes]
   if (graph_.device == nullptr) {
     PHOTON_ASSIGN_OR_RETURN(graph_.device, alloc_.allocate(capacity_ints * 4));
     graph_.bytes = capacity_ints * 4;

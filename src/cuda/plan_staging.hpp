@@ -12,7 +12,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "core/backend.hpp"
 #include "core/batch_plan.hpp"
@@ -49,8 +51,17 @@ class PlanStaging {
   // tables `width` wide. The device addresses depend only on (capacity,
   // max_width) of the graph buffer, which grows (and moves) only when asked
   // for more than it holds; graph_buffer_epoch() counts those moves.
-  Result<StepPlanView> stage_padded(const BatchPlan& plan, int32_t bucket, int32_t width);
+  // side: an optional per-row payload of the step (the graph sampler's row parameters), `bucket`
+  // rows of side.size() / bucket <= kSideRowBytes bytes each, packed, that travels in the same
+  // copy into a fixed region at graph_side() (16-byte aligned; valid while graph_buffer_epoch()
+  // holds; padding rows included in `side`).
+  Result<StepPlanView> stage_padded(const BatchPlan& plan, int32_t bucket, int32_t width,
+                                    std::span<const std::byte> side = {});
   uint64_t graph_buffer_epoch() const noexcept { return graph_epoch_; }
+  static constexpr size_t kSideRowBytes = 64;
+  // Device address of the side region (fixed offset in the graph buffer); null before the first
+  // stage_padded.
+  const void* graph_side() const noexcept;
 
   const StagedPlanInfo& info() const noexcept { return info_; }
   // Whether `view` is the last staged plan (ops accept no other).

@@ -44,6 +44,35 @@ Status check_params(int32_t row, const SamplingParams& p, int32_t max_logprobs, 
   return {};
 }
 
+// Row r's kernel parameters (batch validated).
+SampleRowParams row_params(const SampleBatch& batch, int32_t r) {
+  const SamplingParams& p = batch.params[r];
+  const bool has_hist = batch.history_offsets != nullptr;
+  SampleRowParams d;
+  d.temperature = p.temperature;
+  d.top_p = p.top_p;
+  d.min_p = p.min_p;
+  d.repetition_penalty = p.repetition_penalty;
+  d.presence_penalty = p.presence_penalty;
+  d.frequency_penalty = p.frequency_penalty;
+  d.top_k = p.top_k;
+  d.num_logprobs = p.num_logprobs;
+  d.seed = p.seed;
+  d.step = batch.steps[r];
+  d.hist_begin = has_hist ? batch.history_offsets[r] : 0;
+  d.hist_end = has_hist ? batch.history_offsets[r + 1] : 0;
+  return d;
+}
+
+// Whether the one-pass kernel serves this row (sampling.cuh, SampleArgs::one_pass): greedy, or a
+// Gumbel-max draw without min-p and prefix cuts; no penalty in effect, no top-n logprobs.
+bool one_pass_row(const SampleRowParams& d, int64_t V) {
+  const bool penalized = d.hist_end > d.hist_begin &&
+                         (d.repetition_penalty != 1.f || d.frequency_penalty != 0.f || d.presence_penalty != 0.f);
+  return !penalized && d.num_logprobs == 0 &&
+         (d.temperature == 0.f || (d.min_p == 0.f && (d.top_k == 0 || int64_t(d.top_k) >= V) && d.top_p >= 1.f));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Sampler>> Sampler::create(Backend& backend, int32_t compute_major, int32_t num_sms,
@@ -52,6 +81,7 @@ Result<std::unique_ptr<Sampler>> Sampler::create(Backend& backend, int32_t compu
 }
 
 Sampler::~Sampler() {
+  if (graph_down_ != nullptr) cudaFreeHost(graph_down_);
   if (host_up_ != nullptr) cudaFreeHost(host_up_);
   if (host_down_ != nullptr) cudaFreeHost(host_down_);
 }
@@ -81,6 +111,49 @@ Status Sampler::ensure(size_t up, size_t down, size_t hist) {
   return {};
 }
 
+Status Sampler::validate(const SampleBatch& batch, int64_t V) {
+  const int32_t R = batch.num_rows;
+  if (R < 0) return fail(Errc::invalid_argument, "sample: negative row count");
+  if (R == 0) return {};
+  if (batch.params == nullptr || batch.steps == nullptr)
+    return fail(Errc::invalid_argument, "sample: params and steps are required");
+  const int32_t maxlp = batch.max_logprobs;
+  if (maxlp < 0) return fail(Errc::invalid_argument, "sample: max_logprobs must be >= 0");
+  for (int32_t r = 0; r < R; ++r) PHOTON_TRY(check_params(r, batch.params[r], maxlp, V));
+  if (batch.history_offsets == nullptr) return {};
+  if (batch.history_offsets[0] != 0) return fail(Errc::invalid_argument, "sample: history_offsets must start at 0");
+  for (int32_t r = 0; r < R; ++r)
+    if (batch.history_offsets[r + 1] < batch.history_offsets[r])
+      return fail(Errc::invalid_argument, "sample: history_offsets decrease at row " + std::to_string(r));
+  const int64_t hist_total = batch.history_offsets[R];
+  if (hist_total > 0 && (batch.history_tokens == nullptr || batch.history_output_counts == nullptr))
+    return fail(Errc::invalid_argument, "sample: history needs tokens and output counts");
+  for (int32_t r = 0; r < R; ++r)
+    for (int32_t j = batch.history_offsets[r]; j < batch.history_offsets[r + 1]; ++j)
+      if (batch.history_tokens[j] < 0 || batch.history_tokens[j] >= V)
+        return fail(Errc::out_of_range, "sample: row " + std::to_string(r) + ": history token " +
+                                            std::to_string(batch.history_tokens[j]) + " outside [0, " +
+                                            std::to_string(V) + ")");
+  return {};
+}
+
+Status Sampler::read_results(int32_t R, const SampleBatch& batch, const int32_t* status, const int32_t* ids,
+                             const float* logprobs, const SampleOutput& out) {
+  for (int32_t r = 0; r < R; ++r) {
+    switch (status[r]) {
+      case kSampleOk: break;
+      case kSampleBadLogit: return bad_row(r, "a logit is NaN or +inf");
+      case kSampleAllMasked: return bad_row(r, "every logit is -inf");
+      case kSampleTempOverflow:
+        return bad_row(r, "logits / temperature " + std::to_string(batch.params[r].temperature) + " overflow fp32");
+      default: return fail(Errc::internal, "sample: row " + std::to_string(r) + ": unknown kernel status");
+    }
+  }
+  std::memcpy(out.token_ids, ids, size_t(R) * 4);
+  if (out.logprobs != nullptr) std::memcpy(out.logprobs, logprobs, size_t(R) * 4);
+  return {};
+}
+
 Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutput& out) {
   const int32_t R = batch.num_rows;
   if (logits.dtype != DType::f32 || logits.rank != 2 || logits.dim(0) != R || logits.dim(1) <= 0)
@@ -89,30 +162,14 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
   if (R == 0) return {};
   const int64_t V = logits.dim(1);
   if (V > std::numeric_limits<int32_t>::max()) return fail(Errc::invalid_argument, "sample: vocabulary too large");
-  if (logits.data == nullptr || batch.params == nullptr || batch.steps == nullptr || out.token_ids == nullptr)
+  if (logits.data == nullptr || out.token_ids == nullptr)
     return fail(Errc::invalid_argument, "sample: logits, params, steps and token_ids are required");
+  PHOTON_TRY(validate(batch, V));
   const int32_t maxlp = batch.max_logprobs;
-  if (maxlp < 0) return fail(Errc::invalid_argument, "sample: max_logprobs must be >= 0");
   if (maxlp > 0 && (out.top_ids == nullptr || out.top_logprobs == nullptr))
     return fail(Errc::invalid_argument, "sample: max_logprobs > 0 needs top_ids and top_logprobs");
-  for (int32_t r = 0; r < R; ++r) PHOTON_TRY(check_params(r, batch.params[r], maxlp, V));
   const bool has_hist = batch.history_offsets != nullptr;
-  int64_t hist_total = 0;
-  if (has_hist) {
-    if (batch.history_offsets[0] != 0) return fail(Errc::invalid_argument, "sample: history_offsets must start at 0");
-    for (int32_t r = 0; r < R; ++r)
-      if (batch.history_offsets[r + 1] < batch.history_offsets[r])
-        return fail(Errc::invalid_argument, "sample: history_offsets decrease at row " + std::to_string(r));
-    hist_total = batch.history_offsets[R];
-    if (hist_total > 0 && (batch.history_tokens == nullptr || batch.history_output_counts == nullptr))
-      return fail(Errc::invalid_argument, "sample: history needs tokens and output counts");
-    for (int32_t r = 0; r < R; ++r)
-      for (int32_t j = batch.history_offsets[r]; j < batch.history_offsets[r + 1]; ++j)
-        if (batch.history_tokens[j] < 0 || batch.history_tokens[j] >= V)
-          return fail(Errc::out_of_range, "sample: row " + std::to_string(r) + ": history token " +
-                                              std::to_string(batch.history_tokens[j]) + " outside [0, " +
-                                              std::to_string(V) + ")");
-  }
+  const int64_t hist_total = has_hist ? batch.history_offsets[R] : 0;
 
   // Upload: params [R] (unless they travel in the kernel's arguments), hist tokens [Hn], hist counts [Hn].
   // Download: ids, status, logprob, top ids, top logprobs.
@@ -129,25 +186,8 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
   // Every row greedy or a Gumbel-max draw without min-p, and at most kOnePassMaxRows: the one-pass kernel.
   bool one_pass = one_pass_enabled() && R <= kOnePassMaxRows;
   for (int32_t r = 0; r < R; ++r) {
-    const SamplingParams& p = batch.params[r];
-    SampleRowParams& d = params[r];
-    d.temperature = p.temperature;
-    d.top_p = p.top_p;
-    d.min_p = p.min_p;
-    d.repetition_penalty = p.repetition_penalty;
-    d.presence_penalty = p.presence_penalty;
-    d.frequency_penalty = p.frequency_penalty;
-    d.top_k = p.top_k;
-    d.num_logprobs = p.num_logprobs;
-    d.seed = p.seed;
-    d.step = batch.steps[r];
-    d.hist_begin = has_hist ? batch.history_offsets[r] : 0;
-    d.hist_end = has_hist ? batch.history_offsets[r + 1] : 0;
-    const bool penalized = d.hist_end > d.hist_begin && (p.repetition_penalty != 1.f || p.frequency_penalty != 0.f ||
-                                                         p.presence_penalty != 0.f);
-    one_pass = one_pass && !penalized && p.num_logprobs == 0 &&
-               (p.temperature == 0.f ||
-                (p.min_p == 0.f && (p.top_k == 0 || int64_t(p.top_k) >= V) && p.top_p >= 1.f));
+    params[r] = row_params(batch, r);
+    one_pass = one_pass && one_pass_row(params[r], V);
   }
   a.one_pass = one_pass;
   if (one_pass) {
@@ -192,24 +232,87 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
   PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
 
   const char* hd = static_cast<const char*>(host_down_);
-  const auto* status = reinterpret_cast<const int32_t*>(hd + d_status);
-  for (int32_t r = 0; r < R; ++r) {
-    switch (status[r]) {
-      case kSampleOk: break;
-      case kSampleBadLogit: return bad_row(r, "a logit is NaN or +inf");
-      case kSampleAllMasked: return bad_row(r, "every logit is -inf");
-      case kSampleTempOverflow:
-        return bad_row(r, "logits / temperature " + std::to_string(batch.params[r].temperature) + " overflow fp32");
-      default: return fail(Errc::internal, "sample: row " + std::to_string(r) + ": unknown kernel status");
-    }
-  }
-  std::memcpy(out.token_ids, hd + d_ids, size_t(R) * 4);
-  if (out.logprobs != nullptr) std::memcpy(out.logprobs, hd + d_lp, size_t(R) * 4);
+  PHOTON_TRY(read_results(R, batch, reinterpret_cast<const int32_t*>(hd + d_status),
+                          reinterpret_cast<const int32_t*>(hd + d_ids), reinterpret_cast<const float*>(hd + d_lp), out));
   if (maxlp > 0) {
     std::memcpy(out.top_ids, hd + d_top_ids, size_t(R) * size_t(maxlp) * 4);
     std::memcpy(out.top_logprobs, hd + d_top_lp, size_t(R) * size_t(maxlp) * 4);
   }
   return {};
+}
+
+bool Sampler::graph_eligible(const SampleBatch& batch, int32_t bucket) const {
+  if (!one_pass_enabled() || bucket > kOnePassMaxRows || batch.num_rows <= 0 || batch.num_rows > bucket ||
+      batch.max_logprobs != 0 || batch.params == nullptr || batch.steps == nullptr)
+    return false;
+  for (int32_t r = 0; r < batch.num_rows; ++r) {
+    // top_k must be 0 here: the vocabulary is not known before the graph exists.
+    const SampleRowParams d = row_params(batch, r);
+    if (d.top_k != 0 || !one_pass_row(d, std::numeric_limits<int64_t>::max())) return false;
+  }
+  return true;
+}
+
+Status Sampler::graph_params(const SampleBatch& batch, int64_t V, int32_t bucket, SampleRowParams* params) const {
+  PHOTON_TRY(validate(batch, V));
+  if (batch.num_rows > bucket) return fail(Errc::internal, "sample: more rows than the graph's bucket");
+  for (int32_t r = 0; r < bucket; ++r) {
+    if (r < batch.num_rows) {
+      params[r] = row_params(batch, r);
+      if (!one_pass_row(params[r], V)) return fail(Errc::internal, "sample: a row the one-pass kernel cannot serve");
+    } else {
+      params[r] = SampleRowParams{};
+      params[r].temperature = 0.f;  // padding: greedy
+    }
+  }
+  return {};
+}
+
+Status Sampler::prepare_graph() {
+  if (graph_down_ != nullptr) return {};
+  PHOTON_ASSIGN_OR_RETURN(graph_arrivals_, backend_.allocate(size_t(kOnePassMaxRows) * 4));
+  PHOTON_CUDA_TRY(cudaMemsetAsync(graph_arrivals_.data(), 0, graph_arrivals_.size(), stream_));
+  PHOTON_CUDA_TRY(cudaMallocHost(&graph_down_, size_t(3) * kOnePassMaxRows * 4));
+  return {};
+}
+
+Status Sampler::launch_in_graph(Tensor logits, const SampleRowParams* params) {
+  const int64_t R = logits.rank == 2 ? logits.dim(0) : 0, V = logits.rank == 2 ? logits.dim(1) : 0;
+  if (logits.dtype != DType::f32 || R <= 0 || R > kOnePassMaxRows || V <= 0 ||
+      V > std::numeric_limits<int32_t>::max() || params == nullptr)
+    return fail(Errc::internal, "sample: the graph's logits must be f32 [R <= 64, V] with device row params");
+  if (graph_down_ == nullptr) return fail(Errc::internal, "sample: prepare_graph() must come before a capture");
+  if (V > graph_vocab_) {  // the workspace for every row count up to 64 at this V
+    size_t bytes = 0;
+    for (int32_t r = 1; r <= kOnePassMaxRows; ++r)
+      bytes = std::max(bytes, size_t(r) * size_t(one_pass_slices(r, int32_t(V), num_sms_)) * kOnePassPartialBytes);
+    graph_partials_ = Buffer();
+    PHOTON_ASSIGN_OR_RETURN(graph_partials_, backend_.allocate(bytes));
+    graph_vocab_ = int32_t(V);
+    ++graph_epoch_;
+  }
+  auto* hd = static_cast<char*>(graph_down_);
+  SampleArgs a;
+  a.logits = logits.as<float>();
+  a.params = params;
+  a.out_ids = reinterpret_cast<int32_t*>(hd);
+  a.out_status = reinterpret_cast<int32_t*>(hd + kOnePassMaxRows * 4);
+  a.out_logprob = reinterpret_cast<float*>(hd + 2 * kOnePassMaxRows * 4);
+  a.num_rows = int32_t(R);
+  a.vocab = int32_t(V);
+  a.one_pass = true;
+  a.one_pass_partials = graph_partials_.data();
+  a.one_pass_arrivals = static_cast<int32_t*>(graph_arrivals_.data());
+  return launch_sample(a, compute_major_, num_sms_, stream_);
+}
+
+Status Sampler::finish_graph(const SampleBatch& batch, const SampleOutput& out) {
+  if (graph_down_ == nullptr) return fail(Errc::internal, "sample: no graph sampler was captured");
+  PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
+  const auto* hd = static_cast<const char*>(graph_down_);
+  return read_results(batch.num_rows, batch, reinterpret_cast<const int32_t*>(hd + kOnePassMaxRows * 4),
+                      reinterpret_cast<const int32_t*>(hd), reinterpret_cast<const float*>(hd + 2 * kOnePassMaxRows * 4),
+                      out);
 }
 
 }  // namespace photon::cuda

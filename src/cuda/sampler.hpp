@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -32,10 +33,35 @@ class Sampler {
   // Backend::sample: logits [R, V] f32 device memory (overwritten), outputs in host memory.
   Status sample(Tensor logits, const SampleBatch& batch, const SampleOutput& out);
 
+  // ---- the one-pass kernel inside a captured decode graph (CudaBackend::run_step_sampled) ----
+  // Whether a graph bucket of `bucket` rows can end with the one-pass kernel for `batch`:
+  // bucket <= kOnePassMaxRows, no top-n logprobs, and every row greedy or an uncut Gumbel-max draw
+  // (top-k 0, top-p 1, min-p 0) with no penalty in effect. Says nothing about validity.
+  bool graph_eligible(const SampleBatch& batch, int32_t bucket) const;
+  // Validates `batch` as sample() does for a vocabulary of V ids and writes `bucket` rows of kernel
+  // parameters into params[0 .. bucket) (the rows past batch.num_rows greedy: padding).
+  Status graph_params(const SampleBatch& batch, int64_t V, int32_t bucket, SampleRowParams* params) const;
+  // Allocates the graph path's fixed result and arrival buffers (once; not while capturing).
+  Status prepare_graph();
+  // Issues (to be captured) the one-pass kernel over logits [bucket, V] f32 with device row
+  // params [bucket] that stay at `params` for the graph's life. Its workspace and results live in
+  // fixed buffers sized for kOnePassMaxRows rows of this V; they move only when a larger V asks
+  // for more, which changes graph_epoch().
+  Status launch_in_graph(Tensor logits, const SampleRowParams* params);
+  uint64_t graph_epoch() const noexcept { return graph_epoch_; }
+  // After a replay of such a graph: waits for the stream, then checks the first batch.num_rows
+  // statuses and copies their ids and logprobs into `out` (errors as sample() reports them).
+  Status finish_graph(const SampleBatch& batch, const SampleOutput& out);
+
  private:
   Sampler(Backend& backend, int32_t compute_major, int32_t num_sms, cudaStream_t stream)
       : backend_(backend), compute_major_(compute_major), num_sms_(num_sms), stream_(stream) {}
   Status ensure(size_t upload_bytes, size_t download_bytes, size_t hist);
+  // sample()'s checks of everything but the logits tensor, for a vocabulary of V ids.
+  static Status validate(const SampleBatch& batch, int64_t V);
+  // Reads R statuses; on success copies R ids (and logprobs when asked) into out.
+  static Status read_results(int32_t R, const SampleBatch& batch, const int32_t* status, const int32_t* ids,
+                             const float* logprobs, const SampleOutput& out);
 
   Backend& backend_;
   int32_t compute_major_;
@@ -46,6 +72,12 @@ class Sampler {
   size_t host_up_bytes_ = 0, host_down_bytes_ = 0;
   Buffer dev_up_, dev_down_, dev_hist_raw_;
   Buffer one_pass_partials_, one_pass_arrivals_;  // the one-pass kernel's workspace (sampling.cuh)
+  // Fixed buffers of the graph path: kOnePassMaxRows rows of ids, statuses and logprobs in pinned
+  // host memory (written by the kernel), and the one-pass workspace for V = graph_vocab_.
+  void* graph_down_ = nullptr;
+  Buffer graph_partials_, graph_arrivals_;
+  int32_t graph_vocab_ = 0;
+  uint64_t graph_epoch_ = 0;
 };
 
 }  // namespace photon::cuda

@@ -5,12 +5,10 @@
 namespace photon {
 
 Result<void> BackendModelRunner::execute(const BatchPlan& plan, const SampleBatch& batch, const SampleOutput& out) {
-  // run_step stages the plan and runs the forward pass; the CUDA backend
-  // replays decode-only steps from per-batch-size CUDA graphs.
-  PHOTON_ASSIGN_OR_RETURN(Tensor logits,
-                          backend_->run_step(plan, [this](const StepPlanView& view) { return model_->forward(view); }));
-  if (batch.num_rows == 0) return {};  // a step of prefill chunks only: nothing to sample
-  return backend_->sample(logits, batch, out);
+  // run_step_sampled stages the plan, runs the forward pass and samples; the CUDA backend replays
+  // decode-only steps from per-batch-size CUDA graphs, most of them ending in the sampler.
+  return backend_->run_step_sampled(plan, [this](const StepPlanView& view) { return model_->forward(view); }, batch,
+                                    out);
 }
 
 }  // namespace photon

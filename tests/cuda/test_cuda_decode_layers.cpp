@@ -173,6 +173,17 @@ TEST_CASE("cuda persistent decode layers match the per-op kernels and the CPU", 
   check_shape(*gpu, *cpu, Shape{4096, 12288, Geometry{128, 8, 4}, true, 1}, {140}, rng);
 }
 
+TEST_CASE("cuda persistent decode layers with the weight loads in flight capped", "[cuda][decode_layers]") {
+  auto cpu = cpu_reference();
+  std::mt19937 rng(67);
+  for (const int32_t cap : {1, 2, 3}) {
+    INFO("max_in_flight " << cap);
+    auto gpu = cuda_backend(CudaBackendOptions{.persistent_decode = true, .persistent_max_in_flight = cap});
+    check_shape(*gpu, *cpu, Shape{520, 1376, Geometry{64, 2, 4}, false, 3}, {1, 65, 700}, rng);
+    check_shape(*gpu, *cpu, Shape{2048, 8192, Geometry{64, 8, 4}, false, 2}, {140}, rng);
+  }
+}
+
 TEST_CASE("cuda decoder_layers falls back to the per-op kernels where the persistent kernel does not apply",
           "[cuda][decode_layers]") {
   auto gpu = cuda_backend(CudaBackendOptions{.persistent_decode = false});

@@ -270,6 +270,89 @@ TEST_CASE("cuda graph replay gives the logits of eager decode steps", "[cuda]") 
   }
 }
 
+// Backend::run_step_sampled with the one-pass sampler at the end of the decode graph against the
+// same backend kind sampling in a separate call (sample_in_graph off): the forward kernels are the
+// same, so the ids must be equal and the logprobs equal to rounding. Greedy and seeded rows, buckets
+// 1, 4, 8 and 24 (padded); a batch with an invalid row is refused with nothing run, and the step
+// then runs.
+TEST_CASE("cuda sampler inside the decode graph gives the tokens of a separate sample call", "[cuda]") {
+  auto in_graph = cuda_backend(CudaBackendOptions{.sample_in_graph = true});
+  auto separate = cuda_backend(CudaBackendOptions{.sample_in_graph = false});
+  const std::string dir = golden_dir("llama3-tiny");
+  auto gm = Model::load(dir, *in_graph);
+  auto sm = Model::load(dir, *separate);
+  REQUIRE(gm.has_value());
+  REQUIRE(sm.has_value());
+  std::mt19937 rng(23);
+  for (int32_t S : {1, 3, 5, 17}) {
+    CAPTURE(S);
+    const int32_t blocks_per_seq = 4, num_blocks = S * blocks_per_seq;
+    REQUIRE((*gm)->init_kv_cache(num_blocks, kBlockSize).has_value());
+    REQUIRE((*sm)->init_kv_cache(num_blocks, kBlockSize).has_value());
+    std::vector<std::vector<int32_t>> ids(static_cast<size_t>(S));
+    std::uniform_int_distribution<int32_t> tok(0, 250);
+    for (auto& v : ids)
+      for (int i = 0; i < 4 + S % 7; ++i) v.push_back(tok(rng));
+    std::vector<SamplingParams> params(static_cast<size_t>(S));
+    for (int32_t s = 0; s < S; ++s) {
+      params[size_t(s)].temperature = s % 2 == 0 ? 0.f : 0.9f;  // greedy and seeded Gumbel-max rows
+      params[size_t(s)].seed = 1000 + uint64_t(s);
+    }
+    const int64_t before = cuda_sampled_graph_steps(*in_graph);
+    int64_t decode_steps = 0;
+    for (int32_t step = 0; step < 10; ++step) {
+      BatchPlan plan;
+      for (int32_t s = 0; s < S; ++s) {
+        std::vector<int32_t> table(static_cast<size_t>(blocks_per_seq));
+        std::iota(table.begin(), table.end(), s * blocks_per_seq);
+        const auto& v = ids[size_t(s)];
+        const int32_t n = step == 0 ? int32_t(v.size()) : 1;  // prefill, then decode
+        plan.add_sequence(v.data() + v.size() - size_t(n), n, int32_t(v.size()) - n, table.data(), blocks_per_seq,
+                          kBlockSize, true);
+      }
+      plan.finalize();
+      decode_steps += step > 0 ? 1 : 0;
+      std::vector<uint64_t> steps(static_cast<size_t>(S), uint64_t(step));
+      SampleBatch batch;
+      batch.num_rows = S;
+      batch.params = params.data();
+      batch.steps = steps.data();
+      if (step == 4) {  // an invalid row: refused before anything runs
+        std::vector<SamplingParams> bad = params;
+        bad[size_t(S - 1)].temperature = -1.f;
+        batch.params = bad.data();
+        std::vector<int32_t> id(static_cast<size_t>(S));
+        SampleOutput o;
+        o.token_ids = id.data();
+        auto r = in_graph->run_step_sampled(plan, [&](const StepPlanView& v) { return (*gm)->forward(v); }, batch, o);
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error().code == Errc::invalid_argument);
+        batch.params = params.data();
+      }
+      std::vector<int32_t> id_g(static_cast<size_t>(S), -1), id_s(static_cast<size_t>(S), -2);
+      std::vector<float> lp_g(static_cast<size_t>(S)), lp_s(static_cast<size_t>(S));
+      SampleOutput og, os;
+      og.token_ids = id_g.data();
+      og.logprobs = lp_g.data();
+      os.token_ids = id_s.data();
+      os.logprobs = lp_s.data();
+      REQUIRE(in_graph->run_step_sampled(plan, [&](const StepPlanView& v) { return (*gm)->forward(v); }, batch, og)
+                  .has_value());
+      REQUIRE(separate->run_step_sampled(plan, [&](const StepPlanView& v) { return (*sm)->forward(v); }, batch, os)
+                  .has_value());
+      for (int32_t s = 0; s < S; ++s) {
+        CAPTURE(step, s);
+        CHECK(id_g[size_t(s)] == id_s[size_t(s)]);
+        CHECK(std::abs(lp_g[size_t(s)] - lp_s[size_t(s)]) < 1e-5f);
+        ids[size_t(s)].push_back(id_s[size_t(s)]);
+      }
+    }
+    // Every decode step ran in a sampled graph (prefill steps are not graphed).
+    CHECK(cuda_sampled_graph_steps(*in_graph) - before == decode_steps);
+    CHECK(cuda_sampled_graph_steps(*separate) == 0);
+  }
+}
+
 // int8 weights (ModelLoadOptions::int8_weights) on both backends. The loader
 // quantizes on the host, so both hold the same codes and scales and the GPU's
 // logits differ from the CPU's only as in the bf16 case above: bf16

@@ -75,6 +75,8 @@ constexpr int64_t kClusterMergeMaxKeys = 2048;
 // GemvEarly::large: one-row GEMVs with N and K both at least this many load their first weights
 // before pdl_wait() (docs/performance.md, row 51).
 constexpr int64_t kGemvEarlyMinDim = 4096;
+// GemvEarly::narrow_n / wide_n: the output count that parts them.
+constexpr int64_t kGemvEarlyWideN = 8192;
 
 // RopeInAttention::wide_queries: decode steps of models with at least this query width (nq * hd) run
 // RoPE inside the decode attention kernel (docs/performance.md, row 50).
@@ -326,6 +328,7 @@ class CudaBackend final : public Backend {
     if (W.w.dtype == DType::bf16 && M <= cuda::kGemvMaxRows && K >= kSwiGluGemvMinK && I < (int64_t(1) << 30)) {
       cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(I), int32_t(K), false, cuda::GemvMode::silu};
       g.early_weights = gemv_early(I, K);
+      g.early_half_ks = options_.gemv_early_half_ks;
       if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
     }
     // Decode batches: gemv_skinny's SwiGLU mode while I is within the skinny bound (Qwen3-8B's
@@ -771,6 +774,8 @@ class CudaBackend final : public Backend {
       case E::none: return false;
       case E::large: return N >= kGemvEarlyMinDim && K >= kGemvEarlyMinDim;
       case E::all: return true;
+      case E::narrow_n: return N < kGemvEarlyWideN;
+      case E::wide_n: return N >= kGemvEarlyWideN;
     }
     return false;
   }
@@ -791,6 +796,7 @@ class CudaBackend final : public Backend {
       return cuda::launch_gemv_skinny(g, num_sms_, stream_);
     if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) {
       g.early_weights = gemv_early(N, K);
+      g.early_half_ks = options_.gemv_early_half_ks;
       return cuda::launch_gemv(g, stream_);
     }
     // Decode batches' small matrices on the skinny tensor-core kernel (faster than cuBLASLt there).
@@ -1036,8 +1042,18 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   CudaBackendOptions opts = options;
   if (const char* e = std::getenv("PHOTON_CUDA_SKINNY"); e != nullptr && e[0] != '\0')
     opts.skinny_decode_matmul = e[0] == '1';
-  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY"); e != nullptr && (e[0] == '0' || e[0] == '1'))
-    opts.gemv_early_weights = e[0] == '1' ? CudaBackendOptions::GemvEarly::all : CudaBackendOptions::GemvEarly::none;
+  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY"); e != nullptr) {
+    using E = CudaBackendOptions::GemvEarly;
+    switch (e[0]) {
+      case '0': opts.gemv_early_weights = E::none; break;
+      case '1': opts.gemv_early_weights = E::all; break;
+      case 'd': opts.gemv_early_weights = E::narrow_n; break;
+      case 'h': opts.gemv_early_weights = E::wide_n; break;
+      default: break;
+    }
+  }
+  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY_HALF_KS"); e != nullptr && (e[0] == '0' || e[0] == '1'))
+    opts.gemv_early_half_ks = e[0] == '1';
   if (const char* e = std::getenv("PHOTON_CUDA_ROPE_IN_ATTENTION"); e != nullptr && (e[0] == '0' || e[0] == '1'))
     opts.rope_in_decode_attention =
         e[0] == '1' ? CudaBackendOptions::RopeInAttention::always : CudaBackendOptions::RopeInAttention::never;

@@ -41,13 +41,19 @@ struct CudaBackendOptions {
   // max_in_flight; 0: none). PHOTON_CUDA_PERSISTENT_INFLIGHT=N overrides it (measurements).
   int32_t persistent_max_in_flight = 0;
   // Which one-row GEMV products (the single-stream products it serves) issue each lane's first round
-  // of weight loads before pdl_wait(), while the kernel before finishes (GemvArgs::early_weights):
-  // by default those with N and K both at least 4096 (every Qwen3-8B product: single stream 4.16-4.18
-  // -> 4.11-4.12 ms/token with it), not Llama-3.2-1B's down projection and LM head (its step measured
-  // 1.5% slower with every GEMV on it; docs/performance.md, row 51). PHOTON_CUDA_GEMV_EARLY=0 / 1
-  // (none / all) overrides it for any backend (measurements).
-  enum class GemvEarly : uint8_t { none, large, all };
-  GemvEarly gemv_early_weights = GemvEarly::large;
+  // of weight loads before pdl_wait(), while the kernel before finishes (GemvArgs::early_weights),
+  // and whether those split K over half as many warps (GemvArgs::early_half_ks: the early variant
+  // holds 64 registers, 4 blocks per SM, so Llama-3.2-1B's down projection needs half the blocks to
+  // fit in one wave). Session 9 measured `large` (N and K both >= 4096: every Qwen3-8B product,
+  // none of Llama-3.2-1B's) without the halving as the best (row 51: every product early lost 1.5% at
+  // Llama-3.2-1B); session 10 measured every product early with the halving 1.8% faster than none
+  // at Llama-3.2-1B (row 54). PHOTON_CUDA_GEMV_EARLY=0 / 1 / d / h (none / all / narrow_n / wide_n)
+  // and PHOTON_CUDA_GEMV_EARLY_HALF_KS=0 / 1 override them for any backend (measurements);
+  // narrow_n / wide_n: only products with N below / at least 8192 (Llama-3.2-1B: its down
+  // projection / its LM head).
+  enum class GemvEarly : uint8_t { none, large, all, narrow_n, wide_n };
+  GemvEarly gemv_early_weights = GemvEarly::all;
+  bool gemv_early_half_ks = true;
   // Which decode steps rotate q and the new K/V rows inside the decode attention kernel
   // (Backend::rope_attention: no rope_qkv kernel, q never stored) instead of rope_qkv + attention.
   // By default those of models whose query width nq * hd is at least 4096 (the 8B shapes, where it

@@ -151,10 +151,14 @@ cudaError_t launch_mk(const GemvArgs& a, cudaStream_t stream) {
 template <int M>
 cudaError_t launch_m(const GemvArgs& a, cudaStream_t stream) {
   // About 8192 warps in flight fill an H100/H200's DRAM pipe; split K until N * KS gets there.
-  if (a.N >= 8192 || a.K < 2048) return launch_mk<M, 1>(a, stream);
-  if (a.N >= 4096) return launch_mk<M, 2>(a, stream);
-  if (a.N >= 2048) return launch_mk<M, 4>(a, stream);
-  return launch_mk<M, 8>(a, stream);
+  int ks = a.N >= 8192 || a.K < 2048 ? 1 : a.N >= 4096 ? 2 : a.N >= 2048 ? 4 : 8;
+  if (a.early_weights && a.early_half_ks && ks > 1) ks /= 2;
+  switch (ks) {
+    case 1: return launch_mk<M, 1>(a, stream);
+    case 2: return launch_mk<M, 2>(a, stream);
+    case 4: return launch_mk<M, 4>(a, stream);
+    default: return launch_mk<M, 8>(a, stream);
+  }
 }
 
 }  // namespace

@@ -47,6 +47,10 @@ struct GemvArgs {
   // pdl_wait(), while the kernel before finishes (weights are never written by kernels); the
   // activations and the residual are read after it.
   bool early_weights = false;
+  // With early_weights: split K over half as many warps as the plain kernel would (a grid half as
+  // large, that fits in one wave at the early variant's 4 blocks per SM). A measurement knob
+  // (PHOTON_CUDA_GEMV_EARLY_HALF_KS).
+  bool early_half_ks = false;
 };
 
 // Whether the GEMV kernel serves this product (M <= kGemvMaxRows, K % 8 == 0, 16-byte aligned x and w;

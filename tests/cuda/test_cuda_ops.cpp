@@ -119,10 +119,12 @@ TEST_CASE("cuda silu_mul and gather_logit_rows match the CPU", "[cuda]") {
 }
 
 TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs", "[cuda]") {
-  const bool early = GENERATE(false, true);  // the GEMV's first round of weights before pdl_wait()
+  // The GEMV's first round of weights before pdl_wait() (1), also with K split over half the warps (2).
+  const int early = GENERATE(0, 1, 2);
   CAPTURE(early);
   using E = CudaBackendOptions::GemvEarly;
-  auto gpu = cuda_backend(CudaBackendOptions{.gemv_early_weights = early ? E::all : E::none});
+  auto gpu = cuda_backend(
+      CudaBackendOptions{.gemv_early_weights = early > 0 ? E::all : E::none, .gemv_early_half_ks = early == 2});
   auto cpu = cpu_reference();
   std::mt19937 rng(15);
   struct Shape {

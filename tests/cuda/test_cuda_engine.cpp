@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -179,4 +180,36 @@ TEST_CASE("cuda engine: the KV cache is sized from a share of free GPU memory", 
   REQUIRE(done.has_value());
   CHECK(done->tokens.size() == 8);
   CHECK(done->finish == FinishReason::length);
+}
+
+// The engine's decode steps end their CUDA graph with the sampler when every row allows it (no
+// top-n logprobs, no penalties, no prefix cuts: CudaBackendOptions::sample_in_graph), which the
+// lone-run tests above (top-2 logprobs) never reach. Seeded draws and greedy rows, staggered
+// arrivals and chunked prefill: the tokens must equal those of the same engine sampling in a
+// separate call (PHOTON_CUDA_SAMPLE_IN_GRAPH=0), since the kernels and their inputs are the same.
+TEST_CASE("cuda engine: seeded sampling gives the same tokens with the sampler inside the decode graph", "[cuda]") {
+  const auto cases = load_golden_cases("llama3-tiny");
+  std::vector<Request> reqs;
+  for (int32_t i = 0; i < 6; ++i) {
+    Request r = greedy_request(cases[size_t(i) % cases.size()].prompt, 24);
+    if (i % 3 != 0) {
+      r.sampling.temperature = 0.8f;
+      r.sampling.seed = 77 + uint64_t(i);
+    }
+    reqs.push_back(std::move(r));
+  }
+  const std::vector<int32_t> arrival = {0, 0, 1, 3, 3, 7};
+  std::vector<std::vector<int32_t>> tokens[2];
+  for (int in_graph = 0; in_graph < 2; ++in_graph) {
+    ::setenv("PHOTON_CUDA_SAMPLE_IN_GRAPH", in_graph ? "1" : "0", 1);
+    auto engine = Engine::open(cuda_options("llama3-tiny", 64, 16, 32, 8));
+    ::unsetenv("PHOTON_CUDA_SAMPLE_IN_GRAPH");
+    REQUIRE(engine.has_value());
+    tokens[in_graph] = tokens_of_length_runs(run_staggered(*engine, reqs, arrival));
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    CAPTURE(i);
+    CHECK(tokens[1][i].size() == 24);
+    CHECK(tokens[1][i] == tokens[0][i]);
+  }
 }

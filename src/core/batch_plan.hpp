@@ -69,6 +69,17 @@ struct StepPlanView {
   const int32_t* block_tables = nullptr;
   const int32_t* slot_mapping = nullptr;
   const int32_t* logits_rows = nullptr;
+  // Host-side: logits_rows[r] == r for every row and R == T (decode-only steps), so the LM head
+  // can read the normed rows in place (no gather).
+  bool logits_of_every_token = false;
 };
+
+// Whether `plan` wants the logits of every token, in token order (StepPlanView::logits_of_every_token).
+inline bool logits_of_every_token(const BatchPlan& plan) {
+  if (plan.num_logits() != plan.num_tokens()) return false;
+  for (int32_t r = 0; r < plan.num_logits(); ++r)
+    if (plan.logits_rows[size_t(r)] != r) return false;
+  return true;
+}
 
 }  // namespace photon

@@ -164,6 +164,7 @@ Result<StepPlanView> CpuBackend::stage_plan(const BatchPlan& plan) {
   v.block_tables = staged_.block_tables.data();
   v.slot_mapping = staged_.slot_mapping.data();
   v.logits_rows = staged_.logits_rows.data();
+  v.logits_of_every_token = logits_of_every_token(plan);
   return v;
 }
 

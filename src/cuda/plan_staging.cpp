@@ -120,6 +120,7 @@ Result<StepPlanView> PlanStaging::stage(const BatchPlan& plan) {
   v.block_tables = d + o_bt;
   v.slot_mapping = d + o_slot;
   v.logits_rows = d + o_rows;
+  v.logits_of_every_token = logits_of_every_token(plan);
   record_ids(plan, info_);
   info_.device_ids = v.input_ids;
   info_.num_tokens = v.num_tokens;
@@ -214,6 +215,7 @@ Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bu
   v.block_tables = d + o_bt;
   v.slot_mapping = d + o_slot;
   v.logits_rows = d + o_rows;
+  v.logits_of_every_token = true;  // the padded rows too: row i wants token i's logits
   record_ids(plan, info_);
   info_.device_ids = v.input_ids;
   info_.num_tokens = bucket;

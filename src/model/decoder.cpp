@@ -120,6 +120,10 @@ class DecoderModel final : public Model {
     PHOTON_TRY(backend_.rmsnorm(h, x, w_.final_norm, eps));
     const Tensor logits = ws_.logits.tensor(DType::f32, {R, c.vocab_size});
     if (R == 0) return logits;
+    if (plan.logits_of_every_token && R == T) {  // decode-only steps: the LM head reads h in place
+      PHOTON_TRY(backend_.matmul(logits, h, w_.lm_head));
+      return logits;
+    }
     const Tensor rows_h = ws_.rows_h.tensor(act, {R, H});
     PHOTON_TRY(backend_.gather_logit_rows(rows_h, h, plan));
     PHOTON_TRY(backend_.matmul(logits, rows_h, w_.lm_head));

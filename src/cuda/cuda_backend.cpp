@@ -86,14 +86,20 @@ constexpr int64_t kRopeInAttentionMinQueryWidth = 4096;
 bool is_decode(const StepPlanView& plan) { return plan.max_query_len == 1 && plan.num_tokens == plan.num_seqs; }
 
 // matmul_silu uses the GEMV's SwiGLU mode for one row from this many input features: at Qwen3-8B's
-// K = 4096 it measured 1.7% faster per decode step than the GEMV + silu_mul pair, at Llama-3.2-1B's
-// K = 2048 1.4% slower (docs/performance.md, row 28).
-constexpr int64_t kSwiGluGemvMinK = 4096;
+// K = 4096 it measured 1.7% faster per decode step than the GEMV + silu_mul pair (row 28); at
+// Llama-3.2-1B's K = 2048, with the GEMV's early weights (row 54), 2.5% faster than gemv_skinny's
+// SwiGLU mode (row 55). Smaller K (Qwen3-0.6B's 1024) stays on gemv_skinny, as measured before.
+constexpr int64_t kSwiGluGemvMinK = 2048;
 
 // The environment variable `name` as an integer when set and >= min_value, else fallback (measurement knobs).
 int64_t env_int64(const char* name, int64_t fallback, int64_t min_value) {
   const char* e = std::getenv(name);
   return e != nullptr && std::atoll(e) >= min_value ? int64_t(std::atoll(e)) : fallback;
+}
+
+int64_t swiglu_gemv_min_k() {  // PHOTON_CUDA_SWIGLU_GEMV_MIN_K overrides it (measurements)
+  static const int64_t v = env_int64("PHOTON_CUDA_SWIGLU_GEMV_MIN_K", kSwiGluGemvMinK, 0);
+  return v;
 }
 
 // skinny_decode_matmul serves products with at most this many output features (a layer's qkv, o and
@@ -325,7 +331,7 @@ class CudaBackend final : public Backend {
     if (out.numel() > 0 && (overlaps(out, x) || overlaps(out, scratch)))
       return fail(Errc::invalid_argument, "cuda matmul_silu: out overlaps x or scratch");
     if (M == 0) return {};
-    if (W.w.dtype == DType::bf16 && M <= cuda::kGemvMaxRows && K >= kSwiGluGemvMinK && I < (int64_t(1) << 30)) {
+    if (W.w.dtype == DType::bf16 && M <= cuda::kGemvMaxRows && K >= swiglu_gemv_min_k() && I < (int64_t(1) << 30)) {
       cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(I), int32_t(K), false, cuda::GemvMode::silu};
       g.early_weights = gemv_early(I, K);
       g.early_half_ks = options_.gemv_early_half_ks;

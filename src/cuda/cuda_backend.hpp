@@ -28,7 +28,7 @@ struct CudaBackendOptions {
   // (+ silu_mul), int8 weights' matmuls on gemv_int8_skinny instead of the int8 GEMV or
   // dequantize + cuBLASLt: measured faster at every such batch size (docs/performance.md, rows 34,
   // 39, 40). Also single-stream steps' small bf16 products (N * K <= 12 Mi) and gate/up + SwiGLU at
-  // K < 4096 (row 41). The environment variable PHOTON_CUDA_SKINNY=0 / 1 overrides it for any
+  // K < 2048 (rows 41, 55). The environment variable PHOTON_CUDA_SKINNY=0 / 1 overrides it for any
   // backend (tests, engine).
   bool skinny_decode_matmul = true;
   // Single-sequence decode steps (one token) run every decoder layer in one persistent kernel

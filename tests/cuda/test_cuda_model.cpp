@@ -115,6 +115,22 @@ class Driver {
   Tensor last_;
 };
 
+// Step `step` of lockstep sequences ids[s] (sequence s owns blocks_per_seq consecutive blocks from
+// s * blocks_per_seq): each whole sequence at step 0 (prefill), then its last token (decode).
+BatchPlan lockstep_plan(const std::vector<std::vector<int32_t>>& ids, int32_t step, int32_t blocks_per_seq) {
+  BatchPlan plan;
+  for (size_t s = 0; s < ids.size(); ++s) {
+    std::vector<int32_t> table(static_cast<size_t>(blocks_per_seq));
+    std::iota(table.begin(), table.end(), int32_t(s) * blocks_per_seq);
+    const auto& v = ids[s];
+    const int32_t n = step == 0 ? int32_t(v.size()) : 1;
+    plan.add_sequence(v.data() + v.size() - size_t(n), n, int32_t(v.size()) - n, table.data(), blocks_per_seq,
+                      kBlockSize, true);
+  }
+  plan.finalize();
+  return plan;
+}
+
 void check_golden_model(const std::string& dir, int32_t chunk, CudaBackendOptions options = {}) {
   auto gpu = cuda_backend(options);
   auto cpu = cpu_reference();
@@ -244,16 +260,7 @@ TEST_CASE("cuda graph replay gives the logits of eager decode steps", "[cuda]") 
     for (auto& v : ids)
       for (int i = 0; i < 5 + S; ++i) v.push_back(tok(rng));
     for (int32_t step = 0; step < 12; ++step) {
-      BatchPlan plan;
-      for (int32_t s = 0; s < S; ++s) {
-        std::vector<int32_t> table(static_cast<size_t>(blocks_per_seq));
-        std::iota(table.begin(), table.end(), s * blocks_per_seq);
-        const auto& v = ids[size_t(s)];
-        const int32_t n = step == 0 ? int32_t(v.size()) : 1;  // prefill, then decode
-        plan.add_sequence(v.data() + v.size() - size_t(n), n, int32_t(v.size()) - n, table.data(), blocks_per_seq,
-                          kBlockSize, true);
-      }
-      plan.finalize();
+      const BatchPlan plan = lockstep_plan(ids, step, blocks_per_seq);
       auto fg = graphed->run_step(plan, [&](const StepPlanView& v) { return (*gm)->forward(v); });
       auto fe = eager->run_step(plan, [&](const StepPlanView& v) { return (*em)->forward(v); });
       REQUIRE(fg.has_value());
@@ -301,16 +308,7 @@ TEST_CASE("cuda sampler inside the decode graph gives the tokens of a separate s
     const int64_t before = cuda_sampled_graph_steps(*in_graph);
     int64_t decode_steps = 0;
     for (int32_t step = 0; step < 10; ++step) {
-      BatchPlan plan;
-      for (int32_t s = 0; s < S; ++s) {
-        std::vector<int32_t> table(static_cast<size_t>(blocks_per_seq));
-        std::iota(table.begin(), table.end(), s * blocks_per_seq);
-        const auto& v = ids[size_t(s)];
-        const int32_t n = step == 0 ? int32_t(v.size()) : 1;  // prefill, then decode
-        plan.add_sequence(v.data() + v.size() - size_t(n), n, int32_t(v.size()) - n, table.data(), blocks_per_seq,
-                          kBlockSize, true);
-      }
-      plan.finalize();
+      const BatchPlan plan = lockstep_plan(ids, step, blocks_per_seq);
       decode_steps += step > 0 ? 1 : 0;
       std::vector<uint64_t> steps(static_cast<size_t>(S), uint64_t(step));
       SampleBatch batch;

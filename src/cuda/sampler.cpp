@@ -163,7 +163,7 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
   const int64_t V = logits.dim(1);
   if (V > std::numeric_limits<int32_t>::max()) return fail(Errc::invalid_argument, "sample: vocabulary too large");
   if (logits.data == nullptr || out.token_ids == nullptr)
-    return fail(Errc::invalid_argument, "sample: logits, params, steps and token_ids are required");
+    return fail(Errc::invalid_argument, "sample: logits and token_ids are required");
   PHOTON_TRY(validate(batch, V));
   const int32_t maxlp = batch.max_logprobs;
   if (maxlp > 0 && (out.top_ids == nullptr || out.top_logprobs == nullptr))
@@ -245,11 +245,10 @@ bool Sampler::graph_eligible(const SampleBatch& batch, int32_t bucket) const {
   if (!one_pass_enabled() || bucket > kOnePassMaxRows || batch.num_rows <= 0 || batch.num_rows > bucket ||
       batch.max_logprobs != 0 || batch.params == nullptr || batch.steps == nullptr)
     return false;
-  for (int32_t r = 0; r < batch.num_rows; ++r) {
-    // top_k must be 0 here: the vocabulary is not known before the graph exists.
-    const SampleRowParams d = row_params(batch, r);
-    if (d.top_k != 0 || !one_pass_row(d, std::numeric_limits<int64_t>::max())) return false;
-  }
+  // The vocabulary is not known before the graph exists: with V unbounded, one_pass_row accepts
+  // only top_k 0 among the top-k settings.
+  for (int32_t r = 0; r < batch.num_rows; ++r)
+    if (!one_pass_row(row_params(batch, r), std::numeric_limits<int64_t>::max())) return false;
   return true;
 }
 

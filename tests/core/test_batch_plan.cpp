@@ -53,3 +53,26 @@ TEST_CASE("BatchPlan with a fixed block-table width lays out the same arrays", "
   direct.finalize();
   CHECK(direct.block_tables == b_blocks);
 }
+
+TEST_CASE("logits_of_every_token holds for decode-only plans and for no other", "[core]") {
+  const int32_t bs = 4;
+  const std::vector<int32_t> a_ids = {10, 11, 12}, b_ids = {99}, c_ids = {7}, blocks = {0, 1};
+  BatchPlan decode;  // two decodes: logits rows 0 and 1
+  decode.add_sequence(b_ids.data(), 1, 5, blocks.data(), 2, bs, true);
+  decode.add_sequence(c_ids.data(), 1, 2, blocks.data(), 2, bs, true);
+  decode.finalize();
+  CHECK(logits_of_every_token(decode));
+  BatchPlan mixed;  // a prefill wants only its last token's logits
+  mixed.add_sequence(a_ids.data(), 3, 0, blocks.data(), 2, bs, true);
+  mixed.add_sequence(b_ids.data(), 1, 5, blocks.data(), 2, bs, true);
+  mixed.finalize();
+  CHECK_FALSE(logits_of_every_token(mixed));
+  BatchPlan skipped;  // a decode whose logits are not wanted
+  skipped.add_sequence(b_ids.data(), 1, 5, blocks.data(), 2, bs, false);
+  skipped.add_sequence(c_ids.data(), 1, 2, blocks.data(), 2, bs, true);
+  skipped.finalize();
+  CHECK_FALSE(logits_of_every_token(skipped));
+  BatchPlan reordered = decode;  // every token, out of order
+  reordered.logits_rows = {1, 0};
+  CHECK_FALSE(logits_of_every_token(reordered));
+}

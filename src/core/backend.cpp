@@ -1,4 +1,4 @@
-// Backend's default fused ops (rope_attention, decoder_layers): the op sequences every backend
+// Backend's default fused ops (rope_attention, rmsnorm_matmul, rmsnorm_matmul_silu, decoder_layers): the op sequences every backend
 // implements, so they are also the twins of any backend's fused overrides.
 #include "core/backend.hpp"
 
@@ -21,6 +21,17 @@ Result<void> Backend::rope_attention(Tensor out, Tensor q, Tensor qkv, const Ste
   return attention(out, q, cache, plan, scale);
 }
 
+Result<void> Backend::rmsnorm_matmul(Tensor out, Tensor x, Tensor norm_w, float eps, const Weight& W, Tensor h) {
+  PHOTON_TRY(rmsnorm(h, x, norm_w, eps));
+  return matmul(out, h, W);
+}
+
+Result<void> Backend::rmsnorm_matmul_silu(Tensor out, Tensor x, Tensor norm_w, float eps, const Weight& W, Tensor h,
+                                          Tensor scratch) {
+  PHOTON_TRY(rmsnorm(h, x, norm_w, eps));
+  return matmul_silu(out, h, W, scratch);
+}
+
 Result<void> Backend::decoder_layers(Tensor x, std::span<const DecoderLayerWeights> layers,
                                      std::span<const KvLayer> caches, const DecoderScratch& s,
                                      const StepPlanView& plan, const DecoderLayersParams& p) {
@@ -32,13 +43,11 @@ Result<void> Backend::decoder_layers(Tensor x, std::span<const DecoderLayerWeigh
   const int64_t T = x.dim(0), q_dim = s.q.dim(1) * s.q.dim(2);
   for (size_t l = 0; l < layers.size(); ++l) {
     const DecoderLayerWeights& L = layers[l];
-    PHOTON_TRY(rmsnorm(s.h, x, L.input_norm, p.eps));
-    PHOTON_TRY(matmul(s.qkv, s.h, L.qkv));
+    PHOTON_TRY(rmsnorm_matmul(s.qkv, x, L.input_norm, p.eps, L.qkv, s.h));
     PHOTON_TRY(rope_attention(s.attn, s.q, s.qkv, plan, p.inv_freq, L.q_norm, L.k_norm, p.eps, caches[l],
                               p.attn_scale));
     PHOTON_TRY(matmul_add(x, s.attn.view({T, q_dim}), L.o, s.tmp));
-    PHOTON_TRY(rmsnorm(s.h, x, L.post_attention_norm, p.eps));
-    PHOTON_TRY(matmul_silu(s.mlp, s.h, L.gate_up, s.gate_up));
+    PHOTON_TRY(rmsnorm_matmul_silu(s.mlp, x, L.post_attention_norm, p.eps, L.gate_up, s.h, s.gate_up));
     PHOTON_TRY(matmul_add(x, s.mlp, L.down, s.tmp));
   }
   return {};

@@ -214,11 +214,21 @@ class Backend {
   // overlap x or scratch.
   virtual Result<void> matmul_silu(Tensor out, Tensor x, const Weight& W, Tensor scratch) = 0;
 
+  // out[M,N] = rmsnorm(x[M,K], norm_w, eps) @ W.w^T: a norm and the product that reads it, so
+  // that a backend can norm the rows inside the product (CUDA: the one-row GEMV). h[M,K] is the
+  // normed rows' place: the default (rmsnorm into h, then matmul) writes it, a fused backend may
+  // leave it untouched. The result matches the pair within the activation dtype's rounding; out
+  // must not overlap x or h.
+  virtual Result<void> rmsnorm_matmul(Tensor out, Tensor x, Tensor norm_w, float eps, const Weight& W, Tensor h);
+  // matmul_silu(out, rmsnorm(x, norm_w, eps), W, scratch) with h as in rmsnorm_matmul.
+  virtual Result<void> rmsnorm_matmul_silu(Tensor out, Tensor x, Tensor norm_w, float eps, const Weight& W, Tensor h,
+                                           Tensor scratch);
+
   // The decoder layers of one step over the residual stream x[T, H] (in and
   // out), layers[l] reading and writing caches[l]. Per layer:
-  //   h = rmsnorm(x, input_norm); qkv = h @ Wqkv^T;
+  //   qkv = rmsnorm_matmul(x, input_norm, Wqkv) (h = rmsnorm(x); qkv = h @ Wqkv^T);
   //   attn = rope_attention(qkv) (rope_qkv: K/V into the cache, then attention); x += attn @ Wo^T;
-  //   h = rmsnorm(x, post_attention_norm); mlp = matmul_silu(h, Wgate_up); x += mlp @ Wdown^T.
+  //   mlp = rmsnorm_matmul_silu(x, post_attention_norm, Wgate_up); x += mlp @ Wdown^T.
   // The default issues exactly those ops (src/core/backend.cpp), so it is every backend's
   // twin; a backend may override it for steps it can run faster as a whole (CUDA: one
   // persistent kernel for single-sequence decode steps), with the same bf16 rounding points.

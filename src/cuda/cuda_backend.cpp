@@ -335,6 +335,7 @@ class CudaBackend final : public Backend {
       cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(I), int32_t(K), false, cuda::GemvMode::silu};
       g.early_weights = gemv_early(I, K);
       g.early_half_ks = options_.gemv_early_half_ks;
+      g.stage_x = gemv_stage_x(K);
       if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
     }
     // Decode batches: gemv_skinny's SwiGLU mode while I is within the skinny bound (Qwen3-8B's
@@ -355,6 +356,20 @@ class CudaBackend final : public Backend {
     }
     PHOTON_TRY(product(op, scratch, x, W, false));
     return silu_mul(out, scratch.view({M, 2 * I}));
+  }
+
+  // rmsnorm then the product; one-row products the GEMV serves norm x inside it instead
+  // (GemvArgs::norm_w, options_.gemv_norm): no norm kernel, h left untouched.
+  Result<void> rmsnorm_matmul(Tensor out, Tensor x, Tensor norm_w, float eps, const Weight& W, Tensor h) override {
+    if (const std::optional<cuda::GemvArgs> g = norm_gemv(out, x, norm_w, eps, W, h, Tensor{}, false))
+      return cuda::launch_gemv(*g, stream_);
+    return Backend::rmsnorm_matmul(out, x, norm_w, eps, W, h);
+  }
+  Result<void> rmsnorm_matmul_silu(Tensor out, Tensor x, Tensor norm_w, float eps, const Weight& W, Tensor h,
+                                   Tensor scratch) override {
+    if (const std::optional<cuda::GemvArgs> g = norm_gemv(out, x, norm_w, eps, W, h, scratch, true))
+      return cuda::launch_gemv(*g, stream_);
+    return Backend::rmsnorm_matmul_silu(out, x, norm_w, eps, W, h, scratch);
   }
 
   // Single-sequence decode steps: every layer in the persistent kernel (decode_layers.cuh) when the
@@ -786,6 +801,39 @@ class CudaBackend final : public Backend {
     return false;
   }
 
+  // The one-row GEMV with the norm folded in (plain mode, or SwiGLU mode with silu) when it serves
+  // rmsnorm_matmul(_silu): options_.gemv_norm, one bf16 row x [1, K], bf16 norm weights [K] and
+  // weights [N, K] (silu: [2N, K] with K >= the SwiGLU GEMV's bound), h [1, K], out [1, N] bf16
+  // (or f32 without silu) overlapping neither x nor h, silu's scratch [1, 2N]. Otherwise nullopt:
+  // the caller runs the unfused pair, which reports any error.
+  std::optional<cuda::GemvArgs> norm_gemv(Tensor out, Tensor x, Tensor norm_w, float eps, const Weight& W, Tensor h,
+                                          Tensor scratch, bool silu) const {
+    if (!options_.gemv_norm || W.w.dtype != DType::bf16 || W.w.rank != 2 || W.w.data == nullptr ||
+        x.dtype != DType::bf16 || norm_w.dtype != DType::bf16 || norm_w.data == nullptr || x.data == nullptr ||
+        out.data == nullptr)
+      return std::nullopt;
+    const int64_t rows = W.w.dim(0), K = W.w.dim(1), N = silu ? rows / 2 : rows;
+    if (x.numel() != K || h.numel() != K || norm_w.numel() != K || out.numel() != N || N <= 0 ||
+        N >= (int64_t(1) << 30) || K >= (int64_t(1) << 30))
+      return std::nullopt;
+    if (silu && (rows % 2 != 0 || K < swiglu_gemv_min_k() || out.dtype != DType::bf16 || scratch.numel() != rows))
+      return std::nullopt;
+    if (out.dtype != DType::bf16 && out.dtype != DType::f32) return std::nullopt;
+    if (overlaps(out, x) || (h.data != nullptr && overlaps(out, h))) return std::nullopt;
+    cuda::GemvArgs g{out.data, bf(x), bf(W.w), 1, int32_t(N), int32_t(K), out.dtype == DType::f32,
+                     silu ? cuda::GemvMode::silu : cuda::GemvMode::plain};
+    g.norm_w = static_cast<const bf16_t*>(norm_w.data);
+    g.eps = eps;
+    g.early_weights = gemv_early(N, K);
+    g.early_half_ks = options_.gemv_early_half_ks;
+    if (!cuda::gemv_applies(g)) return std::nullopt;
+    return g;
+  }
+
+  // Whether a one-row GEMV over K inputs stages x in shared memory (options_.gemv_stage_x; the
+  // staged row's bound).
+  bool gemv_stage_x(int64_t K) const { return options_.gemv_stage_x && K * 2 <= 32 * 1024; }
+
   // out = x @ W^T, or out += it (accumulate: matmul_add's residual, bf16), for bf16 or int8 W.
   Status product(const char* op, Tensor out, Tensor x, const Weight& W, bool accumulate) {
     if (W.w.dtype == DType::i8) return matmul_int8(op, out, x, W, accumulate);
@@ -803,6 +851,7 @@ class CudaBackend final : public Backend {
     if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) {
       g.early_weights = gemv_early(N, K);
       g.early_half_ks = options_.gemv_early_half_ks;
+      g.stage_x = gemv_stage_x(K);
       return cuda::launch_gemv(g, stream_);
     }
     // Decode batches' small matrices on the skinny tensor-core kernel (faster than cuBLASLt there).
@@ -1067,6 +1116,10 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
     opts.persistent_max_in_flight = int32_t(std::atoi(e));
   if (const char* e = std::getenv("PHOTON_CUDA_SAMPLE_IN_GRAPH"); e != nullptr && (e[0] == '0' || e[0] == '1'))
     opts.sample_in_graph = e[0] == '1';
+  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_NORM"); e != nullptr && (e[0] == '0' || e[0] == '1'))
+    opts.gemv_norm = e[0] == '1';
+  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_STAGE_X"); e != nullptr && (e[0] == '0' || e[0] == '1'))
+    opts.gemv_stage_x = e[0] == '1';
   auto backend = std::make_unique<CudaBackend>(opts, prop, stream);
   PHOTON_TRY(backend->init());
   return std::unique_ptr<Backend>(std::move(backend));

@@ -67,6 +67,15 @@ struct CudaBackendOptions {
   // no top-n logprobs): the sampler launches with PDL after the LM head inside the graph, and its
   // row parameters travel in the plan's copy. PHOTON_CUDA_SAMPLE_IN_GRAPH=0 / 1 overrides it.
   bool sample_in_graph = true;
+  // One-row products that read a norm's output (Backend::rmsnorm_matmul / rmsnorm_matmul_silu:
+  // qkv, gate/up + SwiGLU from kSwiGluGemvMinK, the LM head) norm x inside the GEMV (GemvArgs::
+  // norm_w) when the norm weights are bf16: no norm kernel (Llama-3.2-1B -0.7 to -1.8%, Qwen3-8B
+  // -1.3% per token; docs/performance.md, row 57). PHOTON_CUDA_GEMV_NORM=0 / 1 overrides it.
+  bool gemv_norm = true;
+  // One-row GEMVs without a norm stage x in shared memory per block instead of every warp reading it
+  // through L1 (GemvArgs::stage_x; K <= 16384): Llama-3.2-1B -0.3%, Qwen3-8B -0.7% per token
+  // (docs/performance.md, row 58). PHOTON_CUDA_GEMV_STAGE_X=0 / 1 overrides it.
+  bool gemv_stage_x = true;
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,

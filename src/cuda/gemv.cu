@@ -10,24 +10,45 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kUnroll = 8;  // 16-byte weight loads in flight per lane
 
+// Where the loop reads x from: global memory (L1), or rows staged in shared memory by the block
+// right after pdl_wait(): x itself (GemvArgs::stage_x), or x * norm_w with x's sums of squares
+// (GemvArgs::norm_w). Staged rows take M * K * 2 bytes of shared memory per block.
+enum class XRows { global, staged, normed };
+constexpr int kMaxStagedBytes = 32 * 1024;
+
 // Block of kWarps warps serving kWarps / KS output columns; the KS warps of a
 // column split its K range (interleaved 16-byte chunks) and meet in shared
 // memory. KS > 1 when N alone gives too few warps to keep DRAM busy.
 // silu: a column's warps stream its gate row, then its up row (2K weights per
 // column), and finish the output in registers.
-// early_weights: each lane's first round of weight loads (kUnroll chunks of its
+// EARLY: each lane's first round of weight loads (kUnroll chunks of its
 // column's first row) is issued before pdl_wait() into the registers the loop
 // uses anyway; otherwise everything is read after pdl_wait(). Earlier attempts
 // at starting the weight stream early measured slower through extra registers
 // (fused prologues) and L2 prefetches, and no faster through shared-memory
-// copies (docs/performance.md rows 16, 18, 21 and 26; row 51 for this one).
-template <int M, int KS, class Out, GemvMode MODE, bool EARLY>
-__global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
+// copies (docs/performance.md rows 16, 18, 21 and 26; rows 51 and 54 for this
+// one).
+// XR == normed: x is the residual stream, normed on the fly (gemv.cuh): right
+// after pdl_wait() the block stages x * norm_w (bf16) in shared memory and
+// forms x's sum of squares (one barrier; the first weights are in flight
+// meanwhile), the loop reads the staged row, and the epilogue scales by
+// rsqrt(mean + eps). A first version read x and norm_w through L1 in the loop
+// and formed the squares after it: an L2 round trip at the end of every block,
+// 5% (Llama-3.2-1B) to 11% (Qwen3-8B) slower per step (docs/performance.md,
+// row 57).
+// XR == staged: x staged the same way, without the norm (row 58).
+template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR>
+__device__ __forceinline__ void gemv_body(const GemvArgs& a) {
+  constexpr bool NORM = XR == XRows::normed;
+  constexpr bool kStaged = XR != XRows::global;
   constexpr int kCols = kWarps / KS;
   constexpr int kStep = 32 * KS;
   constexpr bool kSilu = MODE == GemvMode::silu;
   constexpr int kRows = kSilu ? 2 : 1;  // weight rows per column: silu streams the gate row, then the up row
-  __shared__ float partial[kWarps][kRows * M];
+  constexpr int kSums = kRows * M;
+  __shared__ float partial[kWarps][kSums];
+  __shared__ float squares[NORM ? kWarps : 1][M];  // NORM: each warp's share of x's sums of squares
+  extern __shared__ uint4 staged[];                 // kStaged: [M][K / 8] chunks of x (NORM: x * norm_w)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int col = warp / KS, slice = warp % KS;
   const int n = blockIdx.x * kCols + col;
@@ -36,8 +57,8 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   const uint4* w = reinterpret_cast<const uint4*>(a.w + int64_t(active ? n : 0) * a.K);
   const int c0 = slice * 32 + lane;
 
-  // The round's weights; with `early` the first full round of row 0 (the gate row in silu mode) is
-  // loaded before pdl_wait() and in flight across it.
+  // EARLY: the lane's first full round of row 0 (the gate row in silu mode), loaded before
+  // pdl_wait() and in flight across it.
   const bool early = EARLY && active && c0 + kStep * (kUnroll - 1) < chunks;
   uint4 first[kUnroll];
   if (early) {
@@ -57,9 +78,36 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
     res[m] = MODE == GemvMode::add && active && lane == 0 && slice == 0 ? to_f32(out[int64_t(m) * a.N + n]) : 0.f;
 
   const uint4* x = reinterpret_cast<const uint4*>(a.x);
-  float acc[kRows * M];  // [row r][m]: r = 0 the column's (gate) row, r = 1 its up row
+  if constexpr (NORM) {
+    const uint4* g = reinterpret_cast<const uint4*>(a.norm_w);
 #pragma unroll
-  for (int i = 0; i < kRows * M; ++i) acc[i] = 0.f;
+    for (int m = 0; m < M; ++m) {
+      float ss = 0.f;
+      for (int c = threadIdx.x; c < chunks; c += kThreads) {
+        const uint4 xv = __ldg(x + int64_t(m) * chunks + c), gv = __ldg(g + c);
+        float xf[8];
+        unpack_bf16x8(xv, xf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) ss += xf[e] * xf[e];
+        uint4 p;
+        const bf162* xh = reinterpret_cast<const bf162*>(&xv);
+        const bf162* gh = reinterpret_cast<const bf162*>(&gv);
+        bf162* ph = reinterpret_cast<bf162*>(&p);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) ph[k] = __hmul2(xh[k], gh[k]);
+        staged[m * chunks + c] = p;
+      }
+      ss = warp_sum(ss);
+      if (lane == 0) squares[warp][m] = ss;
+    }
+    __syncthreads();
+  } else if constexpr (kStaged) {
+    for (int c = threadIdx.x; c < M * chunks; c += kThreads) staged[c] = __ldg(x + c);
+    __syncthreads();
+  }
+  float acc[kSums];  // [row r][m]: r = 0 the column's (gate) row, r = 1 its up row
+#pragma unroll
+  for (int i = 0; i < kSums; ++i) acc[i] = 0.f;
   if (active) {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
@@ -70,7 +118,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
 #pragma unroll
         for (int m = 0; m < M; ++m) {
           float xf[8];
-          unpack_bf16x8(__ldg(x + int64_t(m) * chunks + c), xf);
+          unpack_bf16x8(kStaged ? staged[m * chunks + c] : __ldg(x + int64_t(m) * chunks + c), xf);
 #pragma unroll
           for (int e = 0; e < 8; ++e) acc[r * M + m] += wf[e] * xf[e];
         }
@@ -102,43 +150,87 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
     }
   }
 #pragma unroll
-  for (int i = 0; i < kRows * M; ++i) acc[i] = warp_sum(acc[i]);
+  for (int i = 0; i < kSums; ++i) acc[i] = warp_sum(acc[i]);
   if constexpr (KS > 1) {
     if (lane == 0)
 #pragma unroll
-      for (int i = 0; i < kRows * M; ++i) partial[warp][i] = acc[i];
+      for (int i = 0; i < kSums; ++i) partial[warp][i] = acc[i];
     __syncthreads();
     if (slice != 0) return;
 #pragma unroll
-    for (int i = 0; i < kRows * M; ++i)
+    for (int i = 0; i < kSums; ++i)
       for (int k = 1; k < KS; ++k) acc[i] += partial[warp + k][i];
   }
   if (lane == 0 && active) {
 #pragma unroll
     for (int m = 0; m < M; ++m) {
-      float v = acc[m];
+      float scale = 1.f;
+      if constexpr (NORM) {
+        float ss = 0.f;
+#pragma unroll
+        for (int k = 0; k < kWarps; ++k) ss += squares[k][m];
+        scale = rsqrtf(ss / float(a.K) + a.eps);
+      }
+      float v = acc[m] * scale;
       if constexpr (MODE == GemvMode::add) v += res[m];
       // silu: gate and up rounded to bf16 first, as the plain product would store them.
-      if constexpr (kSilu) v = silu_times(to_f32(to_bf16(acc[m])), to_f32(to_bf16(acc[M + m])));
+      if constexpr (kSilu) v = silu_times(to_f32(to_bf16(v)), to_f32(to_bf16(acc[M + m] * scale)));
       if constexpr (sizeof(Out) == 4) out[int64_t(m) * a.N + n] = v;
       else out[int64_t(m) * a.N + n] = to_bf16(v);
     }
   }
 }
 
+// x read from global memory: no minimum of blocks per SM (a minimum of 1 raises the early variants
+// from 64 to 80-88 registers). Staged: at least 4 blocks per SM, so the early variants hold 64
+// registers (69 unbounded with the norm: 3 blocks per SM) without spilling.
+template <int M, int KS, class Out, GemvMode MODE, bool EARLY>
+__global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
+  gemv_body<M, KS, Out, MODE, EARLY, XRows::global>(a);
+}
+template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR>
+__global__ void __launch_bounds__(kThreads, 4) gemv_staged_kernel(GemvArgs a) {
+  gemv_body<M, KS, Out, MODE, EARLY, XR>(a);
+}
+
+template <int M, int KS, bool EARLY, XRows XR>
+cudaError_t launch_mkex(const GemvArgs& a, cudaStream_t stream) {
+  const dim3 blocks(unsigned(ceil_div(a.N, kWarps / KS)));
+  if constexpr (XR == XRows::global) {
+    switch (a.mode) {
+      case GemvMode::add:
+        return launch_kernel(gemv_kernel<M, KS, bf16, GemvMode::add, EARLY>, blocks, dim3(kThreads), 0, stream, a);
+      case GemvMode::silu:
+        return launch_kernel(gemv_kernel<M, KS, bf16, GemvMode::silu, EARLY>, blocks, dim3(kThreads), 0, stream, a);
+      case GemvMode::plain: break;
+    }
+    return launch_kernel(a.out_f32 ? gemv_kernel<M, KS, float, GemvMode::plain, EARLY>
+                                   : gemv_kernel<M, KS, bf16, GemvMode::plain, EARLY>,
+                         blocks, dim3(kThreads), 0, stream, a);
+  } else {
+    const size_t smem = size_t(M) * size_t(a.K) * 2;
+    switch (a.mode) {
+      case GemvMode::add:
+        if constexpr (XR == XRows::normed) return cudaErrorInvalidValue;  // gemv_applies refuses it
+        else
+          return launch_kernel(gemv_staged_kernel<M, KS, bf16, GemvMode::add, EARLY, XR>, blocks, dim3(kThreads), smem,
+                               stream, a);
+      case GemvMode::silu:
+        return launch_kernel(gemv_staged_kernel<M, KS, bf16, GemvMode::silu, EARLY, XR>, blocks, dim3(kThreads), smem,
+                             stream, a);
+      case GemvMode::plain: break;
+    }
+    return launch_kernel(a.out_f32 ? gemv_staged_kernel<M, KS, float, GemvMode::plain, EARLY, XR>
+                                   : gemv_staged_kernel<M, KS, bf16, GemvMode::plain, EARLY, XR>,
+                         blocks, dim3(kThreads), smem, stream, a);
+  }
+}
+
 template <int M, int KS, bool EARLY>
 cudaError_t launch_mke(const GemvArgs& a, cudaStream_t stream) {
-  const dim3 blocks(unsigned(ceil_div(a.N, kWarps / KS)));
-  switch (a.mode) {
-    case GemvMode::add:
-      return launch_kernel(gemv_kernel<M, KS, bf16, GemvMode::add, EARLY>, blocks, dim3(kThreads), 0, stream, a);
-    case GemvMode::silu:
-      return launch_kernel(gemv_kernel<M, KS, bf16, GemvMode::silu, EARLY>, blocks, dim3(kThreads), 0, stream, a);
-    case GemvMode::plain: break;
-  }
-  return launch_kernel(a.out_f32 ? gemv_kernel<M, KS, float, GemvMode::plain, EARLY>
-                                 : gemv_kernel<M, KS, bf16, GemvMode::plain, EARLY>,
-                       blocks, dim3(kThreads), 0, stream, a);
+  if (a.norm_w != nullptr) return launch_mkex<M, KS, EARLY, XRows::normed>(a, stream);
+  if (a.stage_x) return launch_mkex<M, KS, EARLY, XRows::staged>(a, stream);
+  return launch_mkex<M, KS, EARLY, XRows::global>(a, stream);
 }
 
 // The early-weights variant holds a round across pdl_wait() in 64 registers (4 blocks per SM)
@@ -153,6 +245,10 @@ cudaError_t launch_m(const GemvArgs& a, cudaStream_t stream) {
   // About 8192 warps in flight fill an H100/H200's DRAM pipe; split K until N * KS gets there.
   int ks = a.N >= 8192 || a.K < 2048 ? 1 : a.N >= 4096 ? 2 : a.N >= 2048 ? 4 : 8;
   if (a.early_weights && a.early_half_ks && ks > 1) ks /= 2;
+  // Early weights load a lane's first full round only: split K no further than leaves each lane one
+  // (Llama-3.2-1B's K = 2048 products: one warp per column).
+  if (a.early_weights)
+    while (ks > 1 && a.K / 8 < 32 * ks * kUnroll) ks /= 2;
   switch (ks) {
     case 1: return launch_mk<M, 1>(a, stream);
     case 2: return launch_mk<M, 2>(a, stream);
@@ -167,18 +263,20 @@ bool gemv_applies(const GemvArgs& a) {
   if (!(a.M >= 1 && a.M <= kGemvMaxRows && a.K > 0 && a.K % 8 == 0 && a.N > 0 && is_aligned(a.x, 16) &&
         is_aligned(a.w, 16)))
     return false;
+  if ((a.norm_w != nullptr || a.stage_x) && int64_t(a.M) * a.K * 2 > kMaxStagedBytes) return false;
+  const bool norm_ok = a.norm_w == nullptr || is_aligned(a.norm_w, 16);
   switch (a.mode) {
-    case GemvMode::plain: return true;
-    case GemvMode::add:
-    case GemvMode::silu: return !a.out_f32;
+    case GemvMode::plain: return norm_ok;
+    case GemvMode::add: return !a.out_f32 && a.norm_w == nullptr;
+    case GemvMode::silu: return !a.out_f32 && norm_ok;
   }
   return false;
 }
 
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream) {
   if (!gemv_applies(a))
-    return bad_launch("gemv", "needs M = 1, K % 8 == 0, 16-byte aligned x and w, and a bf16 output to add into or "
-                              "apply SwiGLU to");
+    return bad_launch("gemv", "needs M = 1, K % 8 == 0, 16-byte aligned x and w (and norm weights), a bf16 output "
+                              "to add into or apply SwiGLU to, and no norm in add mode");
   static_assert(kGemvMaxRows == 1, "instantiate the kernel for every dispatched row count");
   PHOTON_CUDA_TRY(launch_m<1>(a, stream));
   return {};

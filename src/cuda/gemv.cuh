@@ -9,6 +9,15 @@
 // Bandwidth model: reads N*K*2 bytes of weights (+ M*K*2 of x), writes M*N
 // outputs: at M = 1 the whole cost is the weight read.
 //
+// Norm (rmsnorm_matmul, rmsnorm_matmul_silu; their CPU twins are the CPU
+// backend's rmsnorm then matmul / matmul_silu): x is the residual stream, and
+// the product is of rmsnorm(x) * norm_w. Each block stages x * norm_w (bf16)
+// in shared memory and forms x's sum of squares right after pdl_wait(), dots
+// w with the staged row, and scales by rsqrt(mean(x^2) + eps) at the end (the
+// rest fp32; the normed row is never stored). Replaces the norm kernel before
+// the product; adds M*K*2 bytes of x and K*2 of norm weights read per block
+// from L2, and K*M*2 bytes of shared memory per block (K*M <= 16384).
+//
 // Add mode (matmul_add; its CPU twin is the CPU backend's matmul_add): out is
 // the residual stream [M, N] (bf16), updated in place, out = bf16(out +
 // x @ w^T) with one rounding, replacing a separate add kernel and the round
@@ -51,10 +60,17 @@ struct GemvArgs {
   // large, that fits in one wave at the early variant's 4 blocks per SM). A measurement knob
   // (PHOTON_CUDA_GEMV_EARLY_HALF_KS).
   bool early_half_ks = false;
+  // Norm: x is normed first (see above); plain and silu modes.
+  const __nv_bfloat16* norm_w = nullptr;  // [K]; nullptr: no norm
+  float eps = 0.f;
+  // Without a norm: x staged in shared memory by each block right after pdl_wait() (as the norm
+  // stages x * norm_w) instead of read from L1 by every warp (CudaBackendOptions::gemv_stage_x).
+  bool stage_x = false;
 };
 
 // Whether the GEMV kernel serves this product (M <= kGemvMaxRows, K % 8 == 0, 16-byte aligned x and w;
-// add, silu: a bf16 out).
+// add, silu: a bf16 out; norm: plain or silu mode, 16-byte aligned norm weights; norm or stage_x:
+// M*K <= 16384).
 bool gemv_applies(const GemvArgs& a);
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream);
 

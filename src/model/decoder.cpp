@@ -113,17 +113,18 @@ class DecoderModel final : public Model {
     const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
 
     // x: the residual stream; the layers (Backend::decoder_layers) add each block's output
-    // projection into it; h: the normed input of the LM head.
+    // projection into it; h: the normed input of the LM head (rmsnorm_matmul may norm inside the
+    // product and leave h unwritten).
     PHOTON_TRY(backend_.embed(x, w_.embed, plan));
     const DecoderScratch scratch{h, tmp, qkv, q, attn, gate_up, mlp};
     PHOTON_TRY(backend_.decoder_layers(x, w_.layers, kv_layers_, scratch, plan, {w_.inv_freq, eps, scale}));
-    PHOTON_TRY(backend_.rmsnorm(h, x, w_.final_norm, eps));
     const Tensor logits = ws_.logits.tensor(DType::f32, {R, c.vocab_size});
     if (R == 0) return logits;
-    if (plan.logits_of_every_token && R == T) {  // decode-only steps: the LM head reads h in place
-      PHOTON_TRY(backend_.matmul(logits, h, w_.lm_head));
+    if (plan.logits_of_every_token && R == T) {  // decode-only steps: the LM head reads every row
+      PHOTON_TRY(backend_.rmsnorm_matmul(logits, x, w_.final_norm, eps, w_.lm_head, h));
       return logits;
     }
+    PHOTON_TRY(backend_.rmsnorm(h, x, w_.final_norm, eps));
     const Tensor rows_h = ws_.rows_h.tensor(act, {R, H});
     PHOTON_TRY(backend_.gather_logit_rows(rows_h, h, plan));
     PHOTON_TRY(backend_.matmul(logits, rows_h, w_.lm_head));

@@ -119,12 +119,15 @@ TEST_CASE("cuda silu_mul and gather_logit_rows match the CPU", "[cuda]") {
 }
 
 TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs", "[cuda]") {
-  // The GEMV's first round of weights before pdl_wait() (1), also with K split over half the warps (2).
+  // The GEMV's first round of weights before pdl_wait() (1), also with K split over half the warps (2);
+  // x staged in shared memory or read through L1.
   const int early = GENERATE(0, 1, 2);
-  CAPTURE(early);
+  const bool stage_x = GENERATE(false, true);
+  CAPTURE(early, stage_x);
   using E = CudaBackendOptions::GemvEarly;
-  auto gpu = cuda_backend(
-      CudaBackendOptions{.gemv_early_weights = early > 0 ? E::all : E::none, .gemv_early_half_ks = early == 2});
+  auto gpu = cuda_backend(CudaBackendOptions{.gemv_early_weights = early > 0 ? E::all : E::none,
+                                             .gemv_early_half_ks = early == 2,
+                                             .gemv_stage_x = stage_x});
   auto cpu = cpu_reference();
   std::mt19937 rng(15);
   struct Shape {
@@ -132,7 +135,7 @@ TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs
   };
   // M = 1 with K % 8 == 0 runs the GEMV kernel (one K-split variant per N range); the rest cuBLASLt
   // (2 <= M <= 64 on the tensor-core kernel when asked: next test case).
-  for (Shape s : {Shape{1, 2048, 2048}, Shape{1, 1000, 72}, Shape{1, 8192, 2048}, Shape{1, 517, 8200},
+  for (Shape s : {Shape{1, 2048, 2048}, Shape{1, 1000, 72}, Shape{1, 8192, 2048}, Shape{1, 517, 8200}, Shape{1, 300, 16400},
                   Shape{1, 5000, 4096}, Shape{1, 100, 36}, Shape{3, 1000, 72}, Shape{7, 3072, 2048},
                   Shape{33, 1000, 72}, Shape{128, 512, 384}, Shape{300, 1536, 64}}) {
     const auto x = bf16_rounded(random_vec(rng, size_t(s.M * s.K)));
@@ -625,10 +628,11 @@ TEST_CASE("cuda matmul_add matches the CPU (GEMV add mode at M = 1, cuBLASLt wit
   // and so does M = 1 with N * K <= 12 Mi (the one-row policy).
   const bool skinny = GENERATE(false, true);
   const bool early = GENERATE(false, true);  // the GEMV's first round of weights before pdl_wait()
-  CAPTURE(skinny, early);
+  const bool stage_x = GENERATE(false, true);  // the GEMV's x staged in shared memory
+  CAPTURE(skinny, early, stage_x);
   using E = CudaBackendOptions::GemvEarly;
-  auto gpu = cuda_backend(
-      CudaBackendOptions{.skinny_decode_matmul = skinny, .gemv_early_weights = early ? E::all : E::none});
+  auto gpu = cuda_backend(CudaBackendOptions{
+      .skinny_decode_matmul = skinny, .gemv_early_weights = early ? E::all : E::none, .gemv_stage_x = stage_x});
   auto cpu = cpu_reference();
   std::mt19937 rng(21);
   struct Shape {
@@ -690,10 +694,11 @@ TEST_CASE("cuda matmul_silu matches the CPU (GEMV and gemv_skinny SwiGLU modes, 
   // GEMV's); without it, or past 16 rows, the product.
   const bool skinny = GENERATE(false, true);
   const bool early = GENERATE(false, true);  // the GEMV's first round of weights before pdl_wait()
-  CAPTURE(skinny, early);
+  const bool stage_x = GENERATE(false, true);  // the GEMV's x staged in shared memory
+  CAPTURE(skinny, early, stage_x);
   using E = CudaBackendOptions::GemvEarly;
-  auto gpu = cuda_backend(
-      CudaBackendOptions{.skinny_decode_matmul = skinny, .gemv_early_weights = early ? E::all : E::none});
+  auto gpu = cuda_backend(CudaBackendOptions{
+      .skinny_decode_matmul = skinny, .gemv_early_weights = early ? E::all : E::none, .gemv_stage_x = stage_x});
   auto cpu = cpu_reference();
   std::mt19937 rng(25);
   struct Shape {
@@ -754,4 +759,101 @@ TEST_CASE("cuda matmul_silu rejects mismatched tensors with an error", "[cuda]")
   auto e = gpu->matmul_silu(inside, x.t, weight_of(gw), scratch8.t);  // out inside the scratch
   REQUIRE_FALSE(e.has_value());
   CHECK(e.error().code == Errc::invalid_argument);
+}
+
+TEST_CASE("cuda rmsnorm_matmul and rmsnorm_matmul_silu match the CPU pair (the norm inside the one-row GEMV)",
+          "[cuda]") {
+  // With gemv_norm, one-row products with bf16 norm weights norm x inside the GEMV (every K split:
+  // N >= 8192 one warp per column, smaller N up to 8 warps; early weights on and off) and leave h
+  // untouched; more rows, f32 norm weights, K above 16384 (the staged row's bound) and (silu) K
+  // below the SwiGLU GEMV's bound run the unfused pair. x * norm_w is rounded to bf16 like the pair's normed row, so the pair's
+  // tolerances hold: one rounding more than the product's (f32 out), two (bf16 out), and
+  // matmul_silu's bound for SwiGLU.
+  const bool fold = GENERATE(false, true);
+  const bool early = GENERATE(false, true);
+  CAPTURE(fold, early);
+  using E = CudaBackendOptions::GemvEarly;
+  auto gpu = cuda_backend(CudaBackendOptions{.gemv_early_weights = early ? E::all : E::none, .gemv_norm = fold});
+  auto cpu = cpu_reference();
+  std::mt19937 rng(27);
+  struct Shape {
+    int64_t M, N, K;
+    bool silu;
+    DType norm;
+  };
+  const float eps = 1e-5f;
+  for (Shape s : {Shape{1, 3072, 2048, false, DType::bf16}, Shape{1, 8200, 2048, false, DType::bf16},
+                  Shape{1, 1000, 4096, false, DType::bf16}, Shape{1, 517, 8200, false, DType::bf16},
+                  Shape{1, 300, 16400, false, DType::bf16},
+                  Shape{1, 100, 72, false, DType::bf16}, Shape{1, 3072, 2048, false, DType::f32},
+                  Shape{3, 1000, 72, false, DType::bf16}, Shape{1, 8192, 2048, true, DType::bf16},
+                  Shape{1, 2100, 4104, true, DType::bf16}, Shape{1, 301, 8192, true, DType::bf16},
+                  Shape{1, 1000, 1024, true, DType::bf16}, Shape{5, 1000, 2048, true, DType::bf16},
+                  Shape{1, 2000, 2048, true, DType::f32}}) {
+    const int64_t rows = s.silu ? 2 * s.N : s.N;
+    CAPTURE(s.M, s.N, s.K, s.silu, dtype_name(s.norm));
+    const auto x = bf16_rounded(random_vec(rng, size_t(s.M * s.K), -2.f, 2.f));
+    const auto g = bf16_rounded(random_vec(rng, size_t(s.K), 0.5f, 1.5f));
+    const auto w = bf16_rounded(random_vec(rng, size_t(rows * s.K), -0.2f, 0.2f));
+    DeviceTensor gx = upload(*gpu, x, DType::bf16, {s.M, s.K});
+    DeviceTensor gg = upload(*gpu, g, s.norm, {s.K});
+    DeviceTensor gw = upload(*gpu, w, DType::bf16, {rows, s.K});
+    DeviceTensor gh = poisoned(*gpu, DType::bf16, {s.M, s.K});
+    DeviceTensor gscratch = poisoned(*gpu, DType::bf16, {s.M, rows});
+    DeviceTensor cx = upload(*cpu, x, DType::f32, {s.M, s.K});
+    DeviceTensor cg = upload(*cpu, g, DType::f32, {s.K});
+    DeviceTensor cw = upload(*cpu, w, DType::bf16, {rows, s.K});
+    DeviceTensor ch = poisoned(*cpu, DType::f32, {s.M, s.K});
+    DeviceTensor cscratch = poisoned(*cpu, DType::f32, {s.M, rows});
+    DeviceTensor cout = poisoned(*cpu, DType::f32, {s.M, s.N});
+    const bool folded = fold && s.M == 1 && s.norm == DType::bf16 && s.K <= 16384 && (!s.silu || s.K >= 2048);
+    if (s.silu) {
+      REQUIRE(cpu->rmsnorm_matmul_silu(cout.t, cx.t, cg.t, eps, weight_of(cw), ch.t, cscratch.t).has_value());
+      const auto ref = download(*cpu, cout.t);
+      DeviceTensor gout = poisoned(*gpu, DType::bf16, {s.M, s.N});
+      REQUIRE(gpu->rmsnorm_matmul_silu(gout.t, gx.t, gg.t, eps, weight_of(gw), gh.t, gscratch.t).has_value());
+      CHECK(rel_error(download(*gpu, gout.t), ref) < 2 * kBf16OutputTol);
+    } else {
+      REQUIRE(cpu->rmsnorm_matmul(cout.t, cx.t, cg.t, eps, weight_of(cw), ch.t).has_value());
+      const auto ref = download(*cpu, cout.t);
+      DeviceTensor g16 = poisoned(*gpu, DType::bf16, {s.M, s.N});
+      REQUIRE(gpu->rmsnorm_matmul(g16.t, gx.t, gg.t, eps, weight_of(gw), gh.t).has_value());
+      CHECK(rel_error(download(*gpu, g16.t), ref) < 2 * kBf16OutputTol);
+      DeviceTensor g32 = poisoned(*gpu, DType::f32, {s.M, s.N});
+      REQUIRE(gpu->rmsnorm_matmul(g32.t, gx.t, gg.t, eps, weight_of(gw), gh.t).has_value());
+      CHECK(rel_error(download(*gpu, g32.t), ref) < kBf16OutputTol);
+    }
+    // Folded: h is never written. Unfused: h holds the normed rows.
+    const auto h = download(*gpu, gh.t);
+    if (folded) {
+      for (float v : h) REQUIRE(std::isnan(v));
+    } else {
+      CHECK(rel_error(h, download(*cpu, ch.t)) < kBf16OutputTol);
+    }
+  }
+}
+
+TEST_CASE("cuda rmsnorm_matmul rejects mismatched tensors with an error (folded or not)", "[cuda]") {
+  const bool fold = GENERATE(false, true);
+  CAPTURE(fold);
+  auto gpu = cuda_backend(CudaBackendOptions{.gemv_norm = fold});
+  std::mt19937 rng(28);
+  DeviceTensor gw = upload(*gpu, random_vec(rng, 8 * 16), DType::bf16, {8, 16});
+  DeviceTensor x = upload(*gpu, random_vec(rng, 16), DType::bf16, {1, 16});
+  DeviceTensor norm = upload(*gpu, random_vec(rng, 16), DType::bf16, {16});
+  DeviceTensor norm15 = upload(*gpu, random_vec(rng, 15), DType::bf16, {15});
+  DeviceTensor h = poisoned(*gpu, DType::bf16, {1, 16});
+  DeviceTensor out7 = poisoned(*gpu, DType::bf16, {1, 7});
+  DeviceTensor out8 = poisoned(*gpu, DType::bf16, {1, 8});
+  auto a = gpu->rmsnorm_matmul(out7.t, x.t, norm.t, 1e-5f, weight_of(gw), h.t);  // 7 outputs for 8 rows
+  REQUIRE_FALSE(a.has_value());
+  CHECK(a.error().code == Errc::shape_mismatch);
+  auto b = gpu->rmsnorm_matmul(out8.t, x.t, norm15.t, 1e-5f, weight_of(gw), h.t);  // 15 norm weights for K = 16
+  REQUIRE_FALSE(b.has_value());
+  CHECK(b.error().code == Errc::shape_mismatch);
+  DeviceTensor scratch7 = poisoned(*gpu, DType::bf16, {1, 7});
+  DeviceTensor out4 = poisoned(*gpu, DType::bf16, {1, 4});
+  auto c = gpu->rmsnorm_matmul_silu(out4.t, x.t, norm.t, 1e-5f, weight_of(gw), h.t, scratch7.t);  // scratch != 2I
+  REQUIRE_FALSE(c.has_value());
+  CHECK(c.error().code == Errc::shape_mismatch);
 }

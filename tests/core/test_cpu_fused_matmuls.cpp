@@ -1,6 +1,7 @@
 // The Backend's fused ops on the CPU backend: matmul_add equals matmul then an
-// add, and matmul_silu equals matmul then silu_mul, bit for bit (the CPU
-// backend is the CUDA fused epilogues' twin).
+// add, matmul_silu equals matmul then silu_mul, and rmsnorm_matmul(_silu)
+// equal rmsnorm then the product, bit for bit (the CPU backend is the CUDA
+// fused kernels' twin).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -111,4 +112,54 @@ TEST_CASE("cpu matmul_silu reports shape errors and a scratch that is the output
   auto c = cpu->matmul_silu(view_of(scratch, {1, 4}), view_of(x, {1, 16}), W, view_of(scratch, {1, 8}));
   REQUIRE_FALSE(c.has_value());
   CHECK(c.error().code == Errc::invalid_argument);
+}
+
+TEST_CASE("cpu rmsnorm_matmul(_silu) equal rmsnorm into h then the product exactly", "[core]") {
+  std::mt19937 rng(79);
+  for (int32_t threads : thread_counts()) {
+    auto cpu = cpu_backend(threads);
+    for (int64_t M : {1, 5}) {
+      const int64_t K = 72, N = 40, I = 20;
+      const float eps = 1e-5f;
+      const auto x0 = random_floats(rng, size_t(M * K), -2.f, 2.f);
+      std::vector<float> g = random_floats(rng, size_t(K), 0.5f, 1.5f);
+      HostTensor w = host_tensor(random_floats(rng, size_t(N * K)), DType::bf16, {N, K});
+      HostTensor wgu = host_tensor(random_floats(rng, size_t(2 * I * K)), DType::bf16, {2 * I, K});
+      Weight W, Wgu;
+      W.w = w.t;
+      Wgu.w = wgu.t;
+      CAPTURE(threads, M);
+
+      std::vector<float> x_a = x0, h_a(size_t(M * K)), out_a(size_t(M * N)), silu_a(size_t(M * I)),
+          scratch_a(size_t(M * 2 * I));
+      REQUIRE(cpu->rmsnorm(view_of(h_a, {M, K}), view_of(x_a, {M, K}), view_of(g, {K}), eps));
+      REQUIRE(cpu->matmul(view_of(out_a, {M, N}), view_of(h_a, {M, K}), W));
+      REQUIRE(cpu->matmul_silu(view_of(silu_a, {M, I}), view_of(h_a, {M, K}), Wgu, view_of(scratch_a, {M, 2 * I})));
+
+      std::vector<float> x_b = x0, h_b(size_t(M * K)), out_b(size_t(M * N));
+      REQUIRE(cpu->rmsnorm_matmul(view_of(out_b, {M, N}), view_of(x_b, {M, K}), view_of(g, {K}), eps, W,
+                                  view_of(h_b, {M, K})));
+      CHECK(same_bits(out_a, out_b));
+      CHECK(same_bits(h_a, h_b));
+      CHECK(same_bits(x_a, x_b));
+      std::vector<float> h_c(size_t(M * K)), silu_c(size_t(M * I)), scratch_c(size_t(M * 2 * I));
+      REQUIRE(cpu->rmsnorm_matmul_silu(view_of(silu_c, {M, I}), view_of(x_b, {M, K}), view_of(g, {K}), eps, Wgu,
+                                       view_of(h_c, {M, K}), view_of(scratch_c, {M, 2 * I})));
+      CHECK(same_bits(silu_a, silu_c));
+      CHECK(same_bits(h_a, h_c));
+    }
+  }
+}
+
+TEST_CASE("cpu rmsnorm_matmul reports a norm weight of the wrong length", "[core]") {
+  auto cpu = cpu_backend(0);
+  std::mt19937 rng(81);
+  HostTensor w = host_tensor(random_floats(rng, 8 * 16), DType::bf16, {8, 16});
+  Weight W;
+  W.w = w.t;
+  std::vector<float> x(16), g15(15, 1.f), h(16), out(8);
+  auto a = cpu->rmsnorm_matmul(view_of(out, {1, 8}), view_of(x, {1, 16}), view_of(g15, {15}), 1e-5f, W,
+                               view_of(h, {1, 16}));
+  REQUIRE_FALSE(a.has_value());
+  CHECK(a.error().code == Errc::shape_mismatch);
 }

@@ -66,6 +66,13 @@ __device__ __forceinline__ void load_x8(const float* p, float (&f)[8]) {
 // silu(g) * u, as the silu_mul kernel and the GEMV's SwiGLU mode form it.
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + __expf(-g)) * u; }
 
+// An L2 cache policy that evicts first (sm_80+): for weights, read once per step.
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+
 // ---- reductions --------------------------------------------------------------
 // Sum within aligned groups of W consecutive lanes (W a power of two <= 32); T float or an integer
 // type that __shfl_xor_sync takes (unsigned long long for the sampler's fixed-point masses).

@@ -333,9 +333,7 @@ class CudaBackend final : public Backend {
     if (M == 0) return {};
     if (W.w.dtype == DType::bf16 && M <= cuda::kGemvMaxRows && K >= swiglu_gemv_min_k() && I < (int64_t(1) << 30)) {
       cuda::GemvArgs g{out.data, bf(x), bf(W.w), int32_t(M), int32_t(I), int32_t(K), false, cuda::GemvMode::silu};
-      g.early_weights = gemv_early(I, K);
-      g.early_half_ks = options_.gemv_early_half_ks;
-      g.stage_x = gemv_stage_x(K);
+      set_gemv_policy(g);
       if (cuda::gemv_applies(g)) return cuda::launch_gemv(g, stream_);
     }
     // Decode batches: gemv_skinny's SwiGLU mode while I is within the skinny bound (Qwen3-8B's
@@ -824,15 +822,20 @@ class CudaBackend final : public Backend {
                      silu ? cuda::GemvMode::silu : cuda::GemvMode::plain};
     g.norm_w = static_cast<const bf16_t*>(norm_w.data);
     g.eps = eps;
-    g.early_weights = gemv_early(N, K);
-    g.early_half_ks = options_.gemv_early_half_ks;
+    set_gemv_policy(g);
     if (!cuda::gemv_applies(g)) return std::nullopt;
     return g;
   }
 
-  // Whether a one-row GEMV over K inputs stages x in shared memory (options_.gemv_stage_x; the
-  // staged row's bound).
-  bool gemv_stage_x(int64_t K) const { return options_.gemv_stage_x && K * 2 <= 32 * 1024; }
+  // The one-row GEMV's options for g's shape (g.N outputs, g.K inputs): early weights, their K
+  // split and rounds (options_.gemv_early_*), x staged in shared memory (options_.gemv_stage_x,
+  // within the staged row's bound).
+  void set_gemv_policy(cuda::GemvArgs& g) const {
+    g.early_weights = gemv_early(g.N, g.K);
+    g.early_half_ks = options_.gemv_early_half_ks;
+    g.early_rounds = options_.gemv_early_rounds;
+    g.stage_x = options_.gemv_stage_x && int64_t(g.K) * 2 <= 32 * 1024;
+  }
 
   // out = x @ W^T, or out += it (accumulate: matmul_add's residual, bf16), for bf16 or int8 W.
   Status product(const char* op, Tensor out, Tensor x, const Weight& W, bool accumulate) {
@@ -849,9 +852,7 @@ class CudaBackend final : public Backend {
          (one_row_skinny() == OneRowSkinny::bounded && N * K <= one_row_skinny_max_nk())))
       return cuda::launch_gemv_skinny(g, num_sms_, stream_);
     if (M <= cuda::kGemvMaxRows && N < (int64_t(1) << 31) && cuda::gemv_applies(g)) {
-      g.early_weights = gemv_early(N, K);
-      g.early_half_ks = options_.gemv_early_half_ks;
-      g.stage_x = gemv_stage_x(K);
+      set_gemv_policy(g);
       return cuda::launch_gemv(g, stream_);
     }
     // Decode batches' small matrices on the skinny tensor-core kernel (faster than cuBLASLt there).
@@ -1085,6 +1086,8 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   if (options.max_graph_batch < 0) return fail(Errc::invalid_argument, "CudaBackendOptions::max_graph_batch must be >= 0");
   if (options.persistent_max_in_flight < 0)
     return fail(Errc::invalid_argument, "CudaBackendOptions::persistent_max_in_flight must be >= 0");
+  if (options.gemv_early_rounds != 1 && options.gemv_early_rounds != 2)
+    return fail(Errc::invalid_argument, "CudaBackendOptions::gemv_early_rounds must be 1 or 2");
   PHOTON_CUDA_TRY(cudaSetDevice(options.device));
   cudaDeviceProp prop{};
   PHOTON_CUDA_TRY(cudaGetDeviceProperties(&prop, options.device));
@@ -1120,6 +1123,8 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
     opts.gemv_norm = e[0] == '1';
   if (const char* e = std::getenv("PHOTON_CUDA_GEMV_STAGE_X"); e != nullptr && (e[0] == '0' || e[0] == '1'))
     opts.gemv_stage_x = e[0] == '1';
+  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY_ROUNDS"); e != nullptr && (e[0] == '1' || e[0] == '2'))
+    opts.gemv_early_rounds = e[0] - '0';
   auto backend = std::make_unique<CudaBackend>(opts, prop, stream);
   PHOTON_TRY(backend->init());
   return std::unique_ptr<Backend>(std::move(backend));

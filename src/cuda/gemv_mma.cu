@@ -28,18 +28,6 @@ constexpr int smem_bytes() {
 // The kernel body compiles for sm_90+ only (clusters); the sm_80 pass keeps a stub.
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 #define PHOTON_GEMV_MMA_BODY 1
-__device__ __forceinline__ uint64_t evict_first_policy() {
-  uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
-}
-
-// cp_async_16 with an L2 eviction-priority hint (weights are read once per step).
-__device__ __forceinline__ void cp_async_16_hint(void* dst_smem, const void* src, uint64_t policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst_smem)), "l"(src),
-               "l"(policy));
-}
-
 // x tile of one stage: [MPAD rows][8 chunks of 16 bytes]; chunk c of row m lives at
 // c ^ (4 * (m & 1)) so that the two rows a quarter-warp reads fall in disjoint banks.
 __device__ __forceinline__ int x_chunk(int m, int c) { return m * 8 + (c ^ ((m & 1) << 2)); }

@@ -48,6 +48,11 @@ __device__ __forceinline__ void cp_async_16(void* dst_smem, const void* src, boo
   const int src_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst_smem)), "l"(src), "r"(src_bytes));
 }
+// cp_async_16 with an L2 eviction-priority hint (evict_first_policy(): weights read once per step).
+__device__ __forceinline__ void cp_async_16_hint(void* dst_smem, const void* src, uint64_t policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst_smem)), "l"(src),
+               "l"(policy));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most N of this thread's committed groups are still in flight.
 template <int N>

@@ -5,9 +5,10 @@
 // 1.33 ms for 16 sequences through cuBLASLt). One warp
 // (or, for small N, up to eight warps splitting K) per output column n
 // streams w's row n once (16-byte loads, eight in flight per lane,
-// evict-first) and dots it with every x row (L1-resident).
-// Bandwidth model: reads N*K*2 bytes of weights (+ M*K*2 of x), writes M*N
-// outputs: at M = 1 the whole cost is the weight read.
+// evict-first) and dots it with every x row (read through L1 by each warp, or
+// staged in shared memory by each block: stage_x and the norm).
+// Bandwidth model: reads N*K*2 bytes of weights (+ M*K*2 of x per block from
+// L2), writes M*N outputs: at M = 1 the whole cost is the weight read.
 //
 // Norm (rmsnorm_matmul, rmsnorm_matmul_silu; their CPU twins are the CPU
 // backend's rmsnorm then matmul / matmul_silu): x is the residual stream, and

@@ -117,6 +117,13 @@ bool env_not_zero(const char* name) {
   return e == nullptr || e[0] != '0';
 }
 
+// A boolean option overridden by the environment variable `name` when it is "0" or "1"
+// (measurement switches); any other value leaves it as it is.
+void override_from_env(const char* name, bool& option) {
+  const char* e = std::getenv(name);
+  if (e != nullptr && (e[0] == '0' || e[0] == '1')) option = e[0] == '1';
+}
+
 // matmul_silu of decode batches (2..16 rows, I <= skinny_max_n()) on gemv_skinny's SwiGLU mode, with
 // skinny_decode_matmul: Llama-3.2-1B B = 16 1.067-1.076 -> 1.032-1.034 ms/step (docs/performance.md,
 // row 39). PHOTON_CUDA_SKINNY_SILU=0 keeps the product + silu_mul pair (measurements).
@@ -834,7 +841,7 @@ class CudaBackend final : public Backend {
     g.early_weights = gemv_early(g.N, g.K);
     g.early_half_ks = options_.gemv_early_half_ks;
     g.early_rounds = options_.gemv_early_rounds;
-    g.stage_x = options_.gemv_stage_x && int64_t(g.K) * 2 <= 32 * 1024;
+    g.stage_x = options_.gemv_stage_x && int64_t(g.K) * 2 <= cuda::kGemvMaxStagedBytes;
   }
 
   // out = x @ W^T, or out += it (accumulate: matmul_add's residual, bf16), for bf16 or int8 W.
@@ -1110,19 +1117,15 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
       default: break;
     }
   }
-  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY_HALF_KS"); e != nullptr && (e[0] == '0' || e[0] == '1'))
-    opts.gemv_early_half_ks = e[0] == '1';
+  override_from_env("PHOTON_CUDA_GEMV_EARLY_HALF_KS", opts.gemv_early_half_ks);
   if (const char* e = std::getenv("PHOTON_CUDA_ROPE_IN_ATTENTION"); e != nullptr && (e[0] == '0' || e[0] == '1'))
     opts.rope_in_decode_attention =
         e[0] == '1' ? CudaBackendOptions::RopeInAttention::always : CudaBackendOptions::RopeInAttention::never;
   if (const char* e = std::getenv("PHOTON_CUDA_PERSISTENT_INFLIGHT"); e != nullptr && e[0] >= '0' && e[0] <= '9')
     opts.persistent_max_in_flight = int32_t(std::atoi(e));
-  if (const char* e = std::getenv("PHOTON_CUDA_SAMPLE_IN_GRAPH"); e != nullptr && (e[0] == '0' || e[0] == '1'))
-    opts.sample_in_graph = e[0] == '1';
-  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_NORM"); e != nullptr && (e[0] == '0' || e[0] == '1'))
-    opts.gemv_norm = e[0] == '1';
-  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_STAGE_X"); e != nullptr && (e[0] == '0' || e[0] == '1'))
-    opts.gemv_stage_x = e[0] == '1';
+  override_from_env("PHOTON_CUDA_SAMPLE_IN_GRAPH", opts.sample_in_graph);
+  override_from_env("PHOTON_CUDA_GEMV_NORM", opts.gemv_norm);
+  override_from_env("PHOTON_CUDA_GEMV_STAGE_X", opts.gemv_stage_x);
   if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY_ROUNDS"); e != nullptr && (e[0] == '1' || e[0] == '2'))
     opts.gemv_early_rounds = e[0] - '0';
   auto backend = std::make_unique<CudaBackend>(opts, prop, stream);

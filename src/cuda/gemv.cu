@@ -13,9 +13,9 @@ constexpr int kUnroll = 8;  // 16-byte weight loads in flight per lane
 
 // Where the loop reads x from: global memory (L1), or rows staged in shared memory by the block
 // right after pdl_wait(): x itself (GemvArgs::stage_x), or x * norm_w with x's sums of squares
-// (GemvArgs::norm_w). Staged rows take M * K * 2 bytes of shared memory per block.
+// (GemvArgs::norm_w). Staged rows take M * K * 2 bytes of shared memory per block, at most
+// kGemvMaxStagedBytes.
 enum class XRows { global, staged, normed };
-constexpr int kMaxStagedBytes = 32 * 1024;
 
 // Block of kWarps warps serving kWarps / KS output columns; the KS warps of a
 // column split its K range (interleaved 16-byte chunks) and meet in shared
@@ -302,7 +302,7 @@ bool gemv_applies(const GemvArgs& a) {
   if (!(a.M >= 1 && a.M <= kGemvMaxRows && a.K > 0 && a.K % 8 == 0 && a.N > 0 && is_aligned(a.x, 16) &&
         is_aligned(a.w, 16)))
     return false;
-  if ((a.norm_w != nullptr || a.stage_x) && int64_t(a.M) * a.K * 2 > kMaxStagedBytes) return false;
+  if ((a.norm_w != nullptr || a.stage_x) && int64_t(a.M) * a.K * 2 > kGemvMaxStagedBytes) return false;
   const bool norm_ok = a.norm_w == nullptr || is_aligned(a.norm_w, 16);
   switch (a.mode) {
     case GemvMode::plain: return norm_ok;

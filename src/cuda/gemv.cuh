@@ -43,6 +43,8 @@
 namespace photon::cuda {
 
 constexpr int32_t kGemvMaxRows = 1;
+// The x rows a block stages in shared memory (stage_x, a norm): M * K * 2 bytes at most this many.
+constexpr int64_t kGemvMaxStagedBytes = 32 * 1024;
 
 enum class GemvMode { plain, add, silu };
 

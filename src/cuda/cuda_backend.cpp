@@ -840,7 +840,6 @@ class CudaBackend final : public Backend {
   void set_gemv_policy(cuda::GemvArgs& g) const {
     g.early_weights = gemv_early(g.N, g.K);
     g.early_half_ks = options_.gemv_early_half_ks;
-    g.early_rounds = options_.gemv_early_rounds;
     g.stage_x = options_.gemv_stage_x && int64_t(g.K) * 2 <= cuda::kGemvMaxStagedBytes;
   }
 
@@ -1093,8 +1092,6 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   if (options.max_graph_batch < 0) return fail(Errc::invalid_argument, "CudaBackendOptions::max_graph_batch must be >= 0");
   if (options.persistent_max_in_flight < 0)
     return fail(Errc::invalid_argument, "CudaBackendOptions::persistent_max_in_flight must be >= 0");
-  if (options.gemv_early_rounds != 1 && options.gemv_early_rounds != 2)
-    return fail(Errc::invalid_argument, "CudaBackendOptions::gemv_early_rounds must be 1 or 2");
   PHOTON_CUDA_TRY(cudaSetDevice(options.device));
   cudaDeviceProp prop{};
   PHOTON_CUDA_TRY(cudaGetDeviceProperties(&prop, options.device));
@@ -1126,8 +1123,6 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   override_from_env("PHOTON_CUDA_SAMPLE_IN_GRAPH", opts.sample_in_graph);
   override_from_env("PHOTON_CUDA_GEMV_NORM", opts.gemv_norm);
   override_from_env("PHOTON_CUDA_GEMV_STAGE_X", opts.gemv_stage_x);
-  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY_ROUNDS"); e != nullptr && (e[0] == '1' || e[0] == '2'))
-    opts.gemv_early_rounds = e[0] - '0';
   auto backend = std::make_unique<CudaBackend>(opts, prop, stream);
   PHOTON_TRY(backend->init());
   return std::unique_ptr<Backend>(std::move(backend));

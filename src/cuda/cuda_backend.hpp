@@ -76,11 +76,6 @@ struct CudaBackendOptions {
   // through L1 (GemvArgs::stage_x; K <= 16384): Llama-3.2-1B -0.3%, Qwen3-8B -0.7% per token
   // (docs/performance.md, row 58). PHOTON_CUDA_GEMV_STAGE_X=0 / 1 overrides it.
   bool gemv_stage_x = true;
-  // Early weights of staged one-row GEMVs: 1 round per lane in registers, or 2 (the second copied
-  // into shared memory with cp.async before pdl_wait(); GemvArgs::early_rounds). An experiment
-  // written in session 11 and not yet measured (docs/performance.md, "What is left"):
-  // PHOTON_CUDA_GEMV_EARLY_ROUNDS=1 / 2.
-  int32_t gemv_early_rounds = 1;
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,

@@ -1,7 +1,6 @@
 #include "cuda/common.cuh"
 #include "cuda/gemv.cuh"
 #include "cuda/launch.cuh"
-#include "cuda/mma.cuh"
 
 namespace photon::cuda {
 
@@ -38,13 +37,11 @@ enum class XRows { global, staged, normed };
 // 5% (Llama-3.2-1B) to 11% (Qwen3-8B) slower per step (docs/performance.md,
 // row 57).
 // XR == staged: x staged the same way, without the norm (row 58).
-// ER (early rounds): 0 none, 1 EARLY as above, 2 (staged variants only; GemvArgs::early_rounds)
-// also the lane's second full round (row 0's next one, or in silu mode the up row's first) copied
-// into shared memory with cp.async before pdl_wait(), so that a first-wave block has two rounds in
-// flight across the wait and while it stages x.
-template <int M, int KS, class Out, GemvMode MODE, int ER, XRows XR>
+// A second round copied into shared memory with cp.async before pdl_wait() (32 KiB per block, so
+// that a first-wave block has all its weights in flight across the wait) measured 4-5% slower
+// at Llama-3.2-1B and Qwen3-8B (row 59).
+template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR>
 __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
-  constexpr bool EARLY = ER >= 1;
   constexpr bool NORM = XR == XRows::normed;
   constexpr bool kStaged = XR != XRows::global;
   constexpr int kCols = kWarps / KS;
@@ -71,24 +68,6 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) first[u] = __ldcs(w + c0 + kStep * u);
   }
-  // ER == 2: the second round's row r2 and first chunk c2, in shared memory after the staged rows
-  // ([kUnroll][kThreads] chunks: each lane reads back only its own copies).
-  uint4* const round2 = staged + (kStaged ? M * chunks : 0);
-  int r2 = -1, c2 = 0;
-  if constexpr (ER == 2) {
-    if (early) {
-      if (c0 + kStep * (2 * kUnroll - 1) < chunks) r2 = 0, c2 = c0 + kStep * kUnroll;
-      else if (kSilu) r2 = 1, c2 = c0;
-    }
-    if (r2 >= 0) {
-      const uint64_t policy = evict_first_policy();
-      const uint4* src = w + int64_t(r2) * a.N * chunks + c2;
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) cp_async_16_hint(round2 + u * kThreads + threadIdx.x, src + kStep * u, policy);
-      cp_async_commit();
-    }
-  }
-
   pdl_wait();
   pdl_launch_dependents();
 
@@ -152,14 +131,8 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
 #pragma unroll 1
         for (; c + kStep * (kUnroll - 1) < chunks; c += kStep * kUnroll) {
           if (!loaded) {
-            if (ER == 2 && r == r2 && c == c2) {  // this round landed in shared memory
-              cp_async_wait<0>();
 #pragma unroll
-              for (int u = 0; u < kUnroll; ++u) first[u] = round2[u * kThreads + threadIdx.x];
-            } else {
-#pragma unroll
-              for (int u = 0; u < kUnroll; ++u) first[u] = __ldcs(wr + c + kStep * u);
-            }
+            for (int u = 0; u < kUnroll; ++u) first[u] = __ldcs(wr + c + kStep * u);
           }
           loaded = false;
 #pragma unroll
@@ -215,61 +188,54 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
 // registers (69 unbounded with the norm: 3 blocks per SM) without spilling.
 template <int M, int KS, class Out, GemvMode MODE, bool EARLY>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
-  gemv_body<M, KS, Out, MODE, EARLY ? 1 : 0, XRows::global>(a);
+  gemv_body<M, KS, Out, MODE, EARLY, XRows::global>(a);
 }
-template <int M, int KS, class Out, GemvMode MODE, int ER, XRows XR>
+template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR>
 __global__ void __launch_bounds__(kThreads, 4) gemv_staged_kernel(GemvArgs a) {
-  gemv_body<M, KS, Out, MODE, ER, XR>(a);
+  gemv_body<M, KS, Out, MODE, EARLY, XR>(a);
 }
 
 using GemvKernel = void (*)(GemvArgs);
 
 // The kernel of a launch: plain (bf16 or f32 out), add or silu mode.
-template <int M, int KS, int ER, XRows XR>
+template <int M, int KS, bool EARLY, XRows XR>
 GemvKernel pick_kernel(const GemvArgs& a) {
   if constexpr (XR == XRows::global) {
     switch (a.mode) {
-      case GemvMode::add: return gemv_kernel<M, KS, bf16, GemvMode::add, ER >= 1>;
-      case GemvMode::silu: return gemv_kernel<M, KS, bf16, GemvMode::silu, ER >= 1>;
+      case GemvMode::add: return gemv_kernel<M, KS, bf16, GemvMode::add, EARLY>;
+      case GemvMode::silu: return gemv_kernel<M, KS, bf16, GemvMode::silu, EARLY>;
       case GemvMode::plain: break;
     }
-    return a.out_f32 ? gemv_kernel<M, KS, float, GemvMode::plain, ER >= 1>
-                     : gemv_kernel<M, KS, bf16, GemvMode::plain, ER >= 1>;
+    return a.out_f32 ? gemv_kernel<M, KS, float, GemvMode::plain, EARLY>
+                     : gemv_kernel<M, KS, bf16, GemvMode::plain, EARLY>;
   } else {
     switch (a.mode) {
       case GemvMode::add:
         if constexpr (XR == XRows::normed) return nullptr;  // gemv_applies refuses it
-        else return gemv_staged_kernel<M, KS, bf16, GemvMode::add, ER, XR>;
-      case GemvMode::silu: return gemv_staged_kernel<M, KS, bf16, GemvMode::silu, ER, XR>;
+        else return gemv_staged_kernel<M, KS, bf16, GemvMode::add, EARLY, XR>;
+      case GemvMode::silu: return gemv_staged_kernel<M, KS, bf16, GemvMode::silu, EARLY, XR>;
       case GemvMode::plain: break;
     }
-    return a.out_f32 ? gemv_staged_kernel<M, KS, float, GemvMode::plain, ER, XR>
-                     : gemv_staged_kernel<M, KS, bf16, GemvMode::plain, ER, XR>;
+    return a.out_f32 ? gemv_staged_kernel<M, KS, float, GemvMode::plain, EARLY, XR>
+                     : gemv_staged_kernel<M, KS, bf16, GemvMode::plain, EARLY, XR>;
   }
 }
 
-template <int M, int KS, int ER, XRows XR>
+template <int M, int KS, bool EARLY, XRows XR>
 cudaError_t launch_mkex(const GemvArgs& a, cudaStream_t stream) {
-  const GemvKernel kernel = pick_kernel<M, KS, ER, XR>(a);
+  const GemvKernel kernel = pick_kernel<M, KS, EARLY, XR>(a);
   if (kernel == nullptr) return cudaErrorInvalidValue;
-  const size_t smem = (XR == XRows::global ? 0 : size_t(M) * size_t(a.K) * 2) +
-                      (ER == 2 ? size_t(kUnroll) * kThreads * sizeof(uint4) : 0);
-  if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-    if (e != cudaSuccess) return e;
-  }
+  // Staged rows fit the default 48 KiB of shared memory (gemv_applies bounds them).
+  static_assert(kGemvMaxStagedBytes <= 46 * 1024);
+  const size_t smem = XR == XRows::global ? 0 : size_t(M) * size_t(a.K) * 2;
   return launch_kernel(kernel, dim3(unsigned(ceil_div(a.N, kWarps / KS))), dim3(kThreads), smem, stream, a);
 }
 
 template <int M, int KS, bool EARLY>
 cudaError_t launch_mke(const GemvArgs& a, cudaStream_t stream) {
-  constexpr int ER = EARLY ? 1 : 0;
-  const bool two = EARLY && a.early_rounds == 2;
-  if (a.norm_w != nullptr)
-    return two ? launch_mkex<M, KS, 2, XRows::normed>(a, stream) : launch_mkex<M, KS, ER, XRows::normed>(a, stream);
-  if (a.stage_x)
-    return two ? launch_mkex<M, KS, 2, XRows::staged>(a, stream) : launch_mkex<M, KS, ER, XRows::staged>(a, stream);
-  return launch_mkex<M, KS, ER, XRows::global>(a, stream);
+  if (a.norm_w != nullptr) return launch_mkex<M, KS, EARLY, XRows::normed>(a, stream);
+  if (a.stage_x) return launch_mkex<M, KS, EARLY, XRows::staged>(a, stream);
+  return launch_mkex<M, KS, EARLY, XRows::global>(a, stream);
 }
 
 // The early-weights variant holds a round across pdl_wait() in 64 registers (4 blocks per SM)

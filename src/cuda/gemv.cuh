@@ -63,10 +63,6 @@ struct GemvArgs {
   // large, that fits in one wave at the early variant's 4 blocks per SM). A measurement knob
   // (PHOTON_CUDA_GEMV_EARLY_HALF_KS).
   bool early_half_ks = false;
-  // With early_weights and x staged (stage_x or a norm): 2 also copies each lane's second round of
-  // weights into shared memory with cp.async before pdl_wait() (32 KiB more shared memory per
-  // block). A measurement knob (PHOTON_CUDA_GEMV_EARLY_ROUNDS); 1 otherwise.
-  int32_t early_rounds = 1;
   // Norm: x is normed first (see above); plain and silu modes.
   const __nv_bfloat16* norm_w = nullptr;  // [K]; nullptr: no norm
   float eps = 0.f;

@@ -119,17 +119,15 @@ TEST_CASE("cuda silu_mul and gather_logit_rows match the CPU", "[cuda]") {
 }
 
 TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs", "[cuda]") {
-  // The GEMV's first round of weights before pdl_wait() (1), also with K split over half the warps (2),
-  // and with the second round in shared memory too (3, staged x only); x staged in shared memory or
-  // read through L1.
-  const int early = GENERATE(0, 1, 2, 3);
+  // The GEMV's first round of weights before pdl_wait() (1), also with K split over half the warps (2);
+  // x staged in shared memory or read through L1.
+  const int early = GENERATE(0, 1, 2);
   const bool stage_x = GENERATE(false, true);
   CAPTURE(early, stage_x);
   using E = CudaBackendOptions::GemvEarly;
   auto gpu = cuda_backend(CudaBackendOptions{.gemv_early_weights = early > 0 ? E::all : E::none,
                                              .gemv_early_half_ks = early >= 2,
-                                             .gemv_stage_x = stage_x,
-                                             .gemv_early_rounds = early == 3 ? 2 : 1});
+                                             .gemv_stage_x = stage_x});
   auto cpu = cpu_reference();
   std::mt19937 rng(15);
   struct Shape {
@@ -625,29 +623,17 @@ TEST_CASE("make_cuda_backend reports a missing device as an error", "[cuda]") {
   CHECK(b.error().message.find("1000") != std::string::npos);
 }
 
-TEST_CASE("make_cuda_backend rejects early weight rounds other than 1 or 2", "[cuda]") {
-  for (int32_t rounds : {0, 3, -1}) {
-    auto b = make_cuda_backend(CudaBackendOptions{.gemv_early_rounds = rounds});
-    REQUIRE_FALSE(b.has_value());
-    CHECK(b.error().code == Errc::invalid_argument);
-    CHECK(b.error().message.find("gemv_early_rounds") != std::string::npos);
-  }
-}
-
 TEST_CASE("cuda matmul_add matches the CPU (GEMV add mode at M = 1, cuBLASLt with beta = 1 above)", "[cuda]") {
   // With skinny_decode_matmul, 2 <= M <= 16 with K % 8 == 0 and N <= 8192 runs gemv_skinny's add mode,
   // and so does M = 1 with N * K <= 12 Mi (the one-row policy).
   const bool skinny = GENERATE(false, true);
-  // The GEMV's first round of weights before pdl_wait() (1), also the second in shared memory (2,
-  // staged x only).
-  const int early = GENERATE(0, 1, 2);
+  const bool early = GENERATE(false, true);  // the GEMV's first round of weights before pdl_wait()
   const bool stage_x = GENERATE(false, true);  // the GEMV's x staged in shared memory
   CAPTURE(skinny, early, stage_x);
   using E = CudaBackendOptions::GemvEarly;
   auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny,
-                                             .gemv_early_weights = early > 0 ? E::all : E::none,
-                                             .gemv_stage_x = stage_x,
-                                             .gemv_early_rounds = early == 2 ? 2 : 1});
+                                             .gemv_early_weights = early ? E::all : E::none,
+                                             .gemv_stage_x = stage_x});
   auto cpu = cpu_reference();
   std::mt19937 rng(21);
   struct Shape {
@@ -708,16 +694,13 @@ TEST_CASE("cuda matmul_silu matches the CPU (GEMV and gemv_skinny SwiGLU modes, 
   // (16 warps per block while I / 16 blocks fit one wave, else 8) unless M = 1 and K >= 4096 (the
   // GEMV's); without it, or past 16 rows, the product.
   const bool skinny = GENERATE(false, true);
-  // The GEMV's first round of weights before pdl_wait() (1), also the second in shared memory (2,
-  // staged x only).
-  const int early = GENERATE(0, 1, 2);
+  const bool early = GENERATE(false, true);  // the GEMV's first round of weights before pdl_wait()
   const bool stage_x = GENERATE(false, true);  // the GEMV's x staged in shared memory
   CAPTURE(skinny, early, stage_x);
   using E = CudaBackendOptions::GemvEarly;
   auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = skinny,
-                                             .gemv_early_weights = early > 0 ? E::all : E::none,
-                                             .gemv_stage_x = stage_x,
-                                             .gemv_early_rounds = early == 2 ? 2 : 1});
+                                             .gemv_early_weights = early ? E::all : E::none,
+                                             .gemv_stage_x = stage_x});
   auto cpu = cpu_reference();
   std::mt19937 rng(25);
   struct Shape {
@@ -789,11 +772,11 @@ TEST_CASE("cuda rmsnorm_matmul and rmsnorm_matmul_silu match the CPU pair (the n
   // tolerances hold: one rounding more than the product's (f32 out), two (bf16 out), and
   // matmul_silu's bound for SwiGLU.
   const bool fold = GENERATE(false, true);
-  const int early = GENERATE(0, 1, 2);  // rounds of weights before pdl_wait()
+  const bool early = GENERATE(false, true);  // the first round of weights before pdl_wait()
   CAPTURE(fold, early);
   using E = CudaBackendOptions::GemvEarly;
   auto gpu = cuda_backend(CudaBackendOptions{
-      .gemv_early_weights = early > 0 ? E::all : E::none, .gemv_norm = fold, .gemv_early_rounds = early == 2 ? 2 : 1});
+      .gemv_early_weights = early ? E::all : E::none, .gemv_norm = fold});
   auto cpu = cpu_reference();
   std::mt19937 rng(27);
   struct Shape {

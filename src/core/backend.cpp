@@ -1,5 +1,6 @@
-// Backend's default fused ops (rope_attention, rmsnorm_matmul, rmsnorm_matmul_silu, decoder_layers): the op sequences every backend
-// implements, so they are also the twins of any backend's fused overrides.
+// Backend's default fused ops (rope_attention, rmsnorm_matmul, rmsnorm_matmul_silu, rmsnorm_qkv_attention,
+// decoder_layers): the op sequences every backend implements, so they are also the twins of any
+// backend's fused overrides.
 #include "core/backend.hpp"
 
 #include <string>
@@ -32,6 +33,13 @@ Result<void> Backend::rmsnorm_matmul_silu(Tensor out, Tensor x, Tensor norm_w, f
   return matmul_silu(out, h, W, scratch);
 }
 
+Result<void> Backend::rmsnorm_qkv_attention(Tensor out, Tensor x, Tensor norm_w, const Weight& W, Tensor h,
+                                            Tensor qkv, Tensor q, const StepPlanView& plan, Tensor inv_freq,
+                                            Tensor q_norm, Tensor k_norm, float eps, KvLayer cache, float scale) {
+  PHOTON_TRY(rmsnorm_matmul(qkv, x, norm_w, eps, W, h));
+  return rope_attention(out, q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache, scale);
+}
+
 Result<void> Backend::decoder_layers(Tensor x, std::span<const DecoderLayerWeights> layers,
                                      std::span<const KvLayer> caches, const DecoderScratch& s,
                                      const StepPlanView& plan, const DecoderLayersParams& p) {
@@ -43,9 +51,8 @@ Result<void> Backend::decoder_layers(Tensor x, std::span<const DecoderLayerWeigh
   const int64_t T = x.dim(0), q_dim = s.q.dim(1) * s.q.dim(2);
   for (size_t l = 0; l < layers.size(); ++l) {
     const DecoderLayerWeights& L = layers[l];
-    PHOTON_TRY(rmsnorm_matmul(s.qkv, x, L.input_norm, p.eps, L.qkv, s.h));
-    PHOTON_TRY(rope_attention(s.attn, s.q, s.qkv, plan, p.inv_freq, L.q_norm, L.k_norm, p.eps, caches[l],
-                              p.attn_scale));
+    PHOTON_TRY(rmsnorm_qkv_attention(s.attn, x, L.input_norm, L.qkv, s.h, s.qkv, s.q, plan, p.inv_freq, L.q_norm,
+                                     L.k_norm, p.eps, caches[l], p.attn_scale));
     PHOTON_TRY(matmul_add(x, s.attn.view({T, q_dim}), L.o, s.tmp));
     PHOTON_TRY(rmsnorm_matmul_silu(s.mlp, x, L.post_attention_norm, p.eps, L.gate_up, s.h, s.gate_up));
     PHOTON_TRY(matmul_add(x, s.mlp, L.down, s.tmp));

@@ -223,11 +223,21 @@ class Backend {
   // matmul_silu(out, rmsnorm(x, norm_w, eps), W, scratch) with h as in rmsnorm_matmul.
   virtual Result<void> rmsnorm_matmul_silu(Tensor out, Tensor x, Tensor norm_w, float eps, const Weight& W, Tensor h,
                                            Tensor scratch);
+  // A decoder layer's attention up to its output rows: rmsnorm_matmul(qkv, x, norm_w, eps, W, h),
+  // then rope_attention(out, q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache, scale). One op so
+  // that a backend can do rope_qkv's work in the product's epilogue (CUDA: one-token decode steps
+  // without q/k norms). h, qkv and q are scratch: the default writes them, a fused backend may leave
+  // any of them untouched. The cache is written as rope_qkv writes it; out matches the sequence
+  // within the activation dtype's rounding.
+  virtual Result<void> rmsnorm_qkv_attention(Tensor out, Tensor x, Tensor norm_w, const Weight& W, Tensor h,
+                                             Tensor qkv, Tensor q, const StepPlanView& plan, Tensor inv_freq,
+                                             Tensor q_norm, Tensor k_norm, float eps, KvLayer cache, float scale);
 
   // The decoder layers of one step over the residual stream x[T, H] (in and
   // out), layers[l] reading and writing caches[l]. Per layer:
-  //   qkv = rmsnorm_matmul(x, input_norm, Wqkv) (h = rmsnorm(x); qkv = h @ Wqkv^T);
-  //   attn = rope_attention(qkv) (rope_qkv: K/V into the cache, then attention); x += attn @ Wo^T;
+  //   attn = rmsnorm_qkv_attention(x, input_norm, Wqkv): qkv = rmsnorm_matmul(x, input_norm, Wqkv)
+  //     (h = rmsnorm(x); qkv = h @ Wqkv^T), then rope_attention(qkv) (rope_qkv: K/V into the
+  //     cache, then attention); x += attn @ Wo^T;
   //   mlp = rmsnorm_matmul_silu(x, post_attention_norm, Wgate_up); x += mlp @ Wdown^T.
   // The default issues exactly those ops (src/core/backend.cpp), so it is every backend's
   // twin; a backend may override it for steps it can run faster as a whole (CUDA: one

@@ -377,6 +377,30 @@ class CudaBackend final : public Backend {
     return Backend::rmsnorm_matmul_silu(out, x, norm_w, eps, W, h, scratch);
   }
 
+  // One-token decode steps of models without q/k norms (options_.gemv_rope), when the qkv product
+  // runs on the GEMV with the norm inside: the GEMV does rope_qkv's work in its epilogue
+  // (GemvArgs::rope; no rope_qkv kernel, h and qkv untouched, the roped q in q), then attention.
+  // Everything else (and any inconsistent input, which the ops then report) runs the default.
+  Result<void> rmsnorm_qkv_attention(Tensor out, Tensor x, Tensor norm_w, const Weight& W, Tensor h, Tensor qkv,
+                                     Tensor q, const StepPlanView& plan, Tensor inv_freq, Tensor q_norm,
+                                     Tensor k_norm, float eps, KvLayer cache, float scale) override {
+    if (options_.gemv_rope && plan.num_tokens == 1 && is_decode(plan) && q_norm.empty() && k_norm.empty() &&
+        qkv.dtype == DType::bf16) {
+      if (std::optional<cuda::GemvArgs> g = norm_gemv(qkv, x, norm_w, eps, W, h, Tensor{}, false)) {
+        PHOTON_ASSIGN_OR_RETURN(const cuda::RopeQkvArgs r,
+                                rope_args("rmsnorm_qkv_attention", q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache));
+        g->rope = {r.q_out,     r.k_cache,     r.v_cache,      r.positions, r.slot_mapping,
+                   r.inv_freq,  r.num_q_heads, r.num_kv_heads, r.head_dim,  r.num_slots};
+        if (!overlaps(q, x) && cuda::gemv_applies(*g)) {
+          PHOTON_TRY(cuda::launch_gemv(*g, stream_));
+          return attention(out, q, cache, plan, scale);
+        }
+      }
+    }
+    return Backend::rmsnorm_qkv_attention(out, x, norm_w, W, h, qkv, q, plan, inv_freq, q_norm, k_norm, eps, cache,
+                                          scale);
+  }
+
   // Single-sequence decode steps: every layer in the persistent kernel (decode_layers.cuh) when the
   // weights and shapes are ones it serves; anything else (and any inconsistent input, which the ops
   // then report) runs the per-op sequence of the Backend default.
@@ -1123,6 +1147,7 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   override_from_env("PHOTON_CUDA_SAMPLE_IN_GRAPH", opts.sample_in_graph);
   override_from_env("PHOTON_CUDA_GEMV_NORM", opts.gemv_norm);
   override_from_env("PHOTON_CUDA_GEMV_STAGE_X", opts.gemv_stage_x);
+  override_from_env("PHOTON_CUDA_GEMV_ROPE", opts.gemv_rope);
   auto backend = std::make_unique<CudaBackend>(opts, prop, stream);
   PHOTON_TRY(backend->init());
   return std::unique_ptr<Backend>(std::move(backend));

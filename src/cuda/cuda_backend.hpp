@@ -76,6 +76,11 @@ struct CudaBackendOptions {
   // through L1 (GemvArgs::stage_x; K <= 16384): Llama-3.2-1B -0.3%, Qwen3-8B -0.7% per token
   // (docs/performance.md, row 58). PHOTON_CUDA_GEMV_STAGE_X=0 / 1 overrides it.
   bool gemv_stage_x = true;
+  // One-token decode steps of models without q/k norms (Llama) do rope_qkv's work in the epilogue
+  // of the qkv GEMV with the norm inside (Backend::rmsnorm_qkv_attention, GemvArgs::rope): no
+  // rope_qkv kernel. Qwen3's q/k norms need a whole head per block and keep their path.
+  // PHOTON_CUDA_GEMV_ROPE=0 / 1 overrides it.
+  bool gemv_rope = true;
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,

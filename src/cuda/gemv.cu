@@ -40,7 +40,41 @@ enum class XRows { global, staged, normed };
 // A second round copied into shared memory with cp.async before pdl_wait() (32 KiB per block, so
 // that a first-wave block has all its weights in flight across the wait) measured 4-5% slower
 // at Llama-3.2-1B and Qwen3-8B (row 59).
-template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR>
+// ROPE (GemvArgs::rope; M = 1, plain mode, bf16 out): block b's kCols columns are rotation pairs
+// b * kCols / 2 ... (rope_column); its epilogue meets the pairs' bf16 values in shared memory and
+// rope_store writes them.
+
+// Rotation pair p of the packed qkv row (head p / (hd / 2), dimension j = p % (hd / 2)): its low
+// (hi = 0: j) or high (hi = 1: j + hd / 2) column.
+__device__ __forceinline__ int rope_column(int hd, int p, int hi) {
+  const int half = hd / 2;
+  return (p / half) * hd + p % half + hi * half;
+}
+
+// rope_qkv's work for rotation pair p of the one decode token, from the pair's bf16-rounded
+// values x1 (dimension j) and x2 (j + hd / 2): q and k rotated by position * inv_freq[j], v copied.
+__device__ __forceinline__ void rope_store(const GemvRope& r, int p, float x1, float x2) {
+  const int hd = r.head_dim, half = hd / 2, h = p / half, j = p % half;
+  const int nq = r.num_q_heads, nkv = r.num_kv_heads;
+  const int64_t slot = *r.slot;
+  const bool write_kv = slot >= 0 && slot < r.num_slots;
+  bf16* dst;
+  if (h < nq) dst = r.q_out + int64_t(h) * hd;
+  else if (!write_kv) return;
+  else if (h < nq + nkv) dst = r.k_cache + (slot * nkv + (h - nq)) * hd;
+  else {
+    bf16* v = r.v_cache + (slot * nkv + (h - nq - nkv)) * hd;
+    v[j] = to_bf16(x1);
+    v[j + half] = to_bf16(x2);
+    return;
+  }
+  float s, c;
+  sincosf(float(*r.position) * r.inv_freq[j], &s, &c);
+  dst[j] = to_bf16(x1 * c - x2 * s);
+  dst[j + half] = to_bf16(x2 * c + x1 * s);
+}
+
+template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR, bool ROPE = false>
 __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
   constexpr bool NORM = XR == XRows::normed;
   constexpr bool kStaged = XR != XRows::global;
@@ -54,7 +88,9 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
   extern __shared__ uint4 staged[];                 // kStaged: [M][K / 8] chunks of x (NORM: x * norm_w)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int col = warp / KS, slice = warp % KS;
-  const int n = blockIdx.x * kCols + col;
+  static_assert(!ROPE || (M == 1 && kCols % 2 == 0 && MODE == GemvMode::plain));
+  const int n = ROPE ? rope_column(a.rope.head_dim, blockIdx.x * (kCols / 2) + col / 2, col & 1)
+                     : blockIdx.x * kCols + col;
   const bool active = n < a.N;
   const int chunks = a.K / 8;
   const uint4* w = reinterpret_cast<const uint4*>(a.w + int64_t(active ? n : 0) * a.K);
@@ -153,6 +189,29 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
   }
 #pragma unroll
   for (int i = 0; i < kSums; ++i) acc[i] = warp_sum(acc[i]);
+  // NORM: rsqrt(mean(x_m^2) + eps) from the warps' shares of the squares.
+  auto norm_scale = [&](int m) {
+    float ss = 0.f;
+    if constexpr (NORM)
+#pragma unroll
+      for (int k = 0; k < kWarps; ++k) ss += squares[k][m];
+    return NORM ? rsqrtf(ss / float(a.K) + a.eps) : 1.f;
+  };
+  if constexpr (ROPE) {  // every thread reaches both barriers
+    __shared__ float pair_values[kCols];  // column c's bf16-rounded output
+    if constexpr (KS > 1) {
+      if (lane == 0) partial[warp][0] = acc[0];
+      __syncthreads();
+      if (slice == 0)
+        for (int k = 1; k < KS; ++k) acc[0] += partial[warp + k][0];
+    }
+    if (lane == 0 && slice == 0) pair_values[col] = to_f32(to_bf16(acc[0] * norm_scale(0)));
+    __syncthreads();
+    const int p = blockIdx.x * (kCols / 2) + threadIdx.x;
+    if (threadIdx.x < kCols / 2 && 2 * p < a.N)
+      rope_store(a.rope, p, pair_values[2 * threadIdx.x], pair_values[2 * threadIdx.x + 1]);
+    return;
+  }
   if constexpr (KS > 1) {
     if (lane == 0)
 #pragma unroll
@@ -166,13 +225,7 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
   if (lane == 0 && active) {
 #pragma unroll
     for (int m = 0; m < M; ++m) {
-      float scale = 1.f;
-      if constexpr (NORM) {
-        float ss = 0.f;
-#pragma unroll
-        for (int k = 0; k < kWarps; ++k) ss += squares[k][m];
-        scale = rsqrtf(ss / float(a.K) + a.eps);
-      }
+      const float scale = norm_scale(m);
       float v = acc[m] * scale;
       if constexpr (MODE == GemvMode::add) v += res[m];
       // silu: gate and up rounded to bf16 first, as the plain product would store them.
@@ -190,9 +243,9 @@ template <int M, int KS, class Out, GemvMode MODE, bool EARLY>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   gemv_body<M, KS, Out, MODE, EARLY, XRows::global>(a);
 }
-template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR>
+template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR, bool ROPE = false>
 __global__ void __launch_bounds__(kThreads, 4) gemv_staged_kernel(GemvArgs a) {
-  gemv_body<M, KS, Out, MODE, EARLY, XR>(a);
+  gemv_body<M, KS, Out, MODE, EARLY, XR, ROPE>(a);
 }
 
 using GemvKernel = void (*)(GemvArgs);
@@ -209,6 +262,10 @@ GemvKernel pick_kernel(const GemvArgs& a) {
     return a.out_f32 ? gemv_kernel<M, KS, float, GemvMode::plain, EARLY>
                      : gemv_kernel<M, KS, bf16, GemvMode::plain, EARLY>;
   } else {
+    if (a.rope.q_out != nullptr) {  // gemv_applies: plain mode, bf16 out, a norm
+      if constexpr (XR == XRows::normed && KS <= 4) return gemv_staged_kernel<M, KS, bf16, GemvMode::plain, EARLY, XR, true>;
+      else return nullptr;
+    }
     switch (a.mode) {
       case GemvMode::add:
         if constexpr (XR == XRows::normed) return nullptr;  // gemv_applies refuses it
@@ -254,6 +311,7 @@ cudaError_t launch_m(const GemvArgs& a, cudaStream_t stream) {
   // (Llama-3.2-1B's K = 2048 products: one warp per column).
   if (a.early_weights)
     while (ks > 1 && a.K / 8 < 32 * ks * kUnroll) ks /= 2;
+  if (a.rope.q_out != nullptr && ks > 4) ks = 4;  // blocks of whole rotation pairs: an even column count
   switch (ks) {
     case 1: return launch_mk<M, 1>(a, stream);
     case 2: return launch_mk<M, 2>(a, stream);
@@ -270,6 +328,13 @@ bool gemv_applies(const GemvArgs& a) {
     return false;
   if ((a.norm_w != nullptr || a.stage_x) && int64_t(a.M) * a.K * 2 > kGemvMaxStagedBytes) return false;
   const bool norm_ok = a.norm_w == nullptr || is_aligned(a.norm_w, 16);
+  if (a.rope.q_out != nullptr) {
+    const GemvRope& r = a.rope;
+    return a.mode == GemvMode::plain && !a.out_f32 && a.M == 1 && a.norm_w != nullptr && norm_ok &&
+           r.head_dim > 0 && r.head_dim % 2 == 0 && r.num_q_heads > 0 && r.num_kv_heads > 0 &&
+           int64_t(r.num_q_heads + 2 * r.num_kv_heads) * r.head_dim == a.N && r.k_cache != nullptr &&
+           r.v_cache != nullptr && r.position != nullptr && r.slot != nullptr && r.inv_freq != nullptr;
+  }
   switch (a.mode) {
     case GemvMode::plain: return norm_ok;
     case GemvMode::add: return !a.out_f32 && a.norm_w == nullptr;
@@ -281,7 +346,8 @@ bool gemv_applies(const GemvArgs& a) {
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream) {
   if (!gemv_applies(a))
     return bad_launch("gemv", "needs M = 1, K % 8 == 0, 16-byte aligned x and w (and norm weights), a bf16 output "
-                              "to add into or apply SwiGLU to, and no norm in add mode");
+                              "to add into or apply SwiGLU to, no norm in add mode, and for RoPE a norm, plain mode "
+                              "and N = (nq + 2 nkv) * hd with hd even");
   static_assert(kGemvMaxRows == 1, "instantiate the kernel for every dispatched row count");
   PHOTON_CUDA_TRY(launch_m<1>(a, stream));
   return {};

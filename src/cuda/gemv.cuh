@@ -31,6 +31,16 @@
 // its gate row, then its up row, and apply SwiGLU in registers, replacing the
 // silu_mul kernel and the [M, 2N] round trip. Reads 2*N*K*2 bytes of
 // weights, writes M*N*2.
+//
+// RoPE epilogue (rmsnorm_qkv_attention's product at one decode token, norm
+// folded, models without q/k norms; its CPU twin is the CPU backend's
+// rmsnorm, matmul, then rope_qkv): w is the packed qkv projection [(nq +
+// 2 nkv) * hd, K] and out is not written. Each block serves whole rotation
+// pairs (columns j and j + hd/2 of a head), rounds both dot products to bf16
+// as the product would store them, and does rope_qkv's work for them: q
+// rotated into q_out, k rotated and v copied into the paged cache at the
+// token's slot. Replaces the rope_qkv kernel and the qkv round trip; writes
+// (nq + 2 nkv) * hd * 2 bytes instead of N*2, reads hd/2 * 4 of inv_freq.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -47,6 +57,19 @@ constexpr int32_t kGemvMaxRows = 1;
 constexpr int64_t kGemvMaxStagedBytes = 32 * 1024;
 
 enum class GemvMode { plain, add, silu };
+
+// The RoPE epilogue's destinations (see above; the fields as in rope_qkv.cuh's RopeQkvArgs at
+// T = 1). q_out == nullptr: no RoPE epilogue.
+struct GemvRope {
+  __nv_bfloat16* q_out = nullptr;         // [nq, hd]
+  __nv_bfloat16* k_cache = nullptr;       // [num_slots, nkv, hd]
+  __nv_bfloat16* v_cache = nullptr;       // same shape
+  const int32_t* position = nullptr;      // [1]
+  const int32_t* slot = nullptr;          // [1]; negative or >= num_slots: no K/V write
+  const float* inv_freq = nullptr;        // [hd / 2]
+  int32_t num_q_heads = 0, num_kv_heads = 0, head_dim = 0;
+  int64_t num_slots = 0;
+};
 
 struct GemvArgs {
   void* out = nullptr;                 // [M, N], bf16 or f32 (out_f32; bf16 for add, silu); never aliases x
@@ -69,11 +92,13 @@ struct GemvArgs {
   // Without a norm: x staged in shared memory by each block right after pdl_wait() (as the norm
   // stages x * norm_w) instead of read from L1 by every warp (CudaBackendOptions::gemv_stage_x).
   bool stage_x = false;
+  // The RoPE epilogue (plain mode with a norm, bf16 out, N = (nq + 2 nkv) * hd, hd even).
+  GemvRope rope{};
 };
 
 // Whether the GEMV kernel serves this product (M <= kGemvMaxRows, K % 8 == 0, 16-byte aligned x and w;
 // add, silu: a bf16 out; norm: plain or silu mode, 16-byte aligned norm weights; norm or stage_x:
-// M*K <= 16384).
+// M*K <= 16384; rope: as above).
 bool gemv_applies(const GemvArgs& a);
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream);
 

@@ -377,15 +377,17 @@ class CudaBackend final : public Backend {
     return Backend::rmsnorm_matmul_silu(out, x, norm_w, eps, W, h, scratch);
   }
 
-  // One-token decode steps of models without q/k norms (options_.gemv_rope), when the qkv product
-  // runs on the GEMV with the norm inside: the GEMV does rope_qkv's work in its epilogue
-  // (GemvArgs::rope; no rope_qkv kernel, h and qkv untouched, the roped q in q), then attention.
-  // Everything else (and any inconsistent input, which the ops then report) runs the default.
+  // One-token decode steps of models without q/k norms (options_.gemv_rope) that do not rotate
+  // inside decode attention (options_.rope_in_decode_attention: measured there at the 8B shapes),
+  // when the qkv product runs on the GEMV with the norm inside: the GEMV does rope_qkv's work in its
+  // epilogue (GemvArgs::rope; no rope_qkv kernel, h and qkv untouched, the roped q in q), then
+  // attention. Everything else (and any inconsistent input, which the ops then report) runs the
+  // default.
   Result<void> rmsnorm_qkv_attention(Tensor out, Tensor x, Tensor norm_w, const Weight& W, Tensor h, Tensor qkv,
                                      Tensor q, const StepPlanView& plan, Tensor inv_freq, Tensor q_norm,
                                      Tensor k_norm, float eps, KvLayer cache, float scale) override {
     if (options_.gemv_rope && plan.num_tokens == 1 && is_decode(plan) && q_norm.empty() && k_norm.empty() &&
-        qkv.dtype == DType::bf16) {
+        qkv.dtype == DType::bf16 && !rope_in_attention(plan, q)) {
       if (std::optional<cuda::GemvArgs> g = norm_gemv(qkv, x, norm_w, eps, W, h, Tensor{}, false)) {
         PHOTON_ASSIGN_OR_RETURN(const cuda::RopeQkvArgs r,
                                 rope_args("rmsnorm_qkv_attention", q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache));
@@ -544,14 +546,20 @@ class CudaBackend final : public Backend {
     return r;
   }
 
+  // Whether options_.rope_in_decode_attention selects this step (queries q [T, nq, hd]) for RoPE inside
+  // decode attention.
+  bool rope_in_attention(const StepPlanView& plan, Tensor q) const {
+    using Rule = CudaBackendOptions::RopeInAttention;
+    const Rule rule = options_.rope_in_decode_attention;
+    return rule != Rule::never && plan.num_tokens > 0 && is_decode(plan) &&
+           (rule == Rule::always || q.numel() >= kRopeInAttentionMinQueryWidth * plan.num_tokens);
+  }
+
   // Decode steps (one query per sequence) that options_.rope_in_decode_attention selects: one decode
   // attention kernel that also does rope_qkv's work (decode_attention.cuh); other steps run the pair.
   Result<void> rope_attention(Tensor out, Tensor q, Tensor qkv, const StepPlanView& plan, Tensor inv_freq,
                               Tensor q_norm, Tensor k_norm, float eps, KvLayer cache, float scale) override {
-    using Rule = CudaBackendOptions::RopeInAttention;
-    const Rule rule = options_.rope_in_decode_attention;
-    if (rule == Rule::never || plan.num_tokens == 0 || !is_decode(plan) ||
-        (rule == Rule::wide_queries && q.numel() < kRopeInAttentionMinQueryWidth * plan.num_tokens))
+    if (!rope_in_attention(plan, q))
       return Backend::rope_attention(out, q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache, scale);
     const char* op = "rope_attention";
     PHOTON_ASSIGN_OR_RETURN(const cuda::RopeQkvArgs r, rope_args(op, q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache));

@@ -78,8 +78,8 @@ struct CudaBackendOptions {
   bool gemv_stage_x = true;
   // One-token decode steps of models without q/k norms (Llama) do rope_qkv's work in the epilogue
   // of the qkv GEMV with the norm inside (Backend::rmsnorm_qkv_attention, GemvArgs::rope): no
-  // rope_qkv kernel. Qwen3's q/k norms need a whole head per block and keep their path.
-  // PHOTON_CUDA_GEMV_ROPE=0 / 1 overrides it.
+  // rope_qkv kernel. Steps that rope_in_decode_attention selects keep RoPE there; Qwen3's q/k
+  // norms need a whole head per block and keep their path. PHOTON_CUDA_GEMV_ROPE=0 / 1 overrides it.
   bool gemv_rope = true;
 };
 

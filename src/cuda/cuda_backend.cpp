@@ -23,6 +23,7 @@
 #include "cuda/decode_attention.cuh"
 #include "cuda/decode_layers.cuh"
 #include "cuda/device_allocator.hpp"
+#include "cuda/dispatch_policy.hpp"
 #include "cuda/embedding.cuh"
 #include "cuda/gather_rows.cuh"
 #include "cuda/gemm.hpp"
@@ -31,6 +32,7 @@
 #include "cuda/gemv_int8_skinny.cuh"
 #include "cuda/gemv_mma.cuh"
 #include "cuda/gemv_skinny.cuh"
+#include "cuda/op_checks.hpp"
 #include "cuda/plan_staging.hpp"
 #include "cuda/prefill_attention.cuh"
 #include "cuda/rmsnorm.cuh"
@@ -43,141 +45,28 @@ namespace {
 
 using cuda::Status;
 using bf16_t = __nv_bfloat16;
+// op_checks.hpp, dispatch_policy.hpp
+using cuda::expect;
+using cuda::expect_norm_weight;
+using cuda::mismatch;
+using cuda::shape_string;
+using cuda::bucket_for;
+using cuda::int8_skinny_enabled;
+using cuda::int8_skinny_silu;
+using cuda::is_decode;
+using cuda::kClusterMergeMaxKeys;
+using cuda::kGemvEarlyMinDim;
+using cuda::kGemvEarlyWideN;
+using cuda::kRopeInAttentionMinQueryWidth;
+using cuda::one_row_skinny;
+using cuda::one_row_skinny_max_nk;
+using cuda::OneRowSkinny;
+using cuda::override_from_env;
+using cuda::skinny_max_n;
+using cuda::skinny_silu_enabled;
+using cuda::swiglu_gemv_min_k;
 
-std::string shape_string(const Tensor& t) {
-  std::string s = std::string(dtype_name(t.dtype)) + "[";
-  for (int i = 0; i < t.rank; ++i) s += (i ? ", " : "") + std::to_string(t.shape[size_t(i)]);
-  return s + "]";
-}
-Unexpected mismatch(const char* op, const std::string& what) {
-  return fail(Errc::shape_mismatch, std::string("cuda ") + op + ": " + what);
-}
-// t holds data of dtype `want` (or is empty).
-Status expect(const char* op, const char* name, const Tensor& t, DType want) {
-  if (t.dtype != want)
-    return mismatch(op, std::string(name) + " must be " + std::string(dtype_name(want)) + ", got " + shape_string(t));
-  if (t.data == nullptr && t.numel() > 0) return fail(Errc::invalid_argument, std::string("cuda ") + op + ": " + name + " has no data");
-  return {};
-}
-// A norm weight: bf16 or f32 (the dtype the loader picked), [n].
-Status expect_norm_weight(const char* op, const char* name, const Tensor& w, int64_t n) {
-  if (w.dtype != DType::bf16 && w.dtype != DType::f32)
-    return mismatch(op, std::string(name) + " must be bf16 or f32, got " + shape_string(w));
-  if (w.numel() != n || w.data == nullptr)
-    return mismatch(op, std::string(name) + " must have " + std::to_string(n) + " elements, got " + shape_string(w));
-  return {};
-}
 bf16_t* bf(const Tensor& t) { return static_cast<bf16_t*>(t.data); }
-// Decode attention merges its splits inside a cluster (8 at most) when contexts can reach at most
-// this many keys: at 4000 keys, 8 cluster splits measured 4.5% slower per step than 16 global ones.
-constexpr int64_t kClusterMergeMaxKeys = 2048;
-
-// GemvEarly::large: one-row GEMVs with N and K both at least this many load their first weights
-// before pdl_wait() (docs/performance.md, row 51).
-constexpr int64_t kGemvEarlyMinDim = 4096;
-// GemvEarly::narrow_n / wide_n: the output count that parts them.
-constexpr int64_t kGemvEarlyWideN = 8192;
-
-// RopeInAttention::wide_queries: decode steps of models with at least this query width (nq * hd) run
-// RoPE inside the decode attention kernel (docs/performance.md, row 50).
-constexpr int64_t kRopeInAttentionMinQueryWidth = 4096;
-
-// A decode-only step: one query token per sequence, token s of sequence s.
-bool is_decode(const StepPlanView& plan) { return plan.max_query_len == 1 && plan.num_tokens == plan.num_seqs; }
-
-// matmul_silu uses the GEMV's SwiGLU mode for one row from this many input features: at Qwen3-8B's
-// K = 4096 it measured 1.7% faster per decode step than the GEMV + silu_mul pair (row 28); at
-// Llama-3.2-1B's K = 2048, with the GEMV's early weights (row 54), 2.5% faster than gemv_skinny's
-// SwiGLU mode (row 55). Smaller K (Qwen3-0.6B's 1024) stays on gemv_skinny, as measured before.
-constexpr int64_t kSwiGluGemvMinK = 2048;
-
-// The environment variable `name` as an integer when set and >= min_value, else fallback (measurement knobs).
-int64_t env_int64(const char* name, int64_t fallback, int64_t min_value) {
-  const char* e = std::getenv(name);
-  return e != nullptr && std::atoll(e) >= min_value ? int64_t(std::atoll(e)) : fallback;
-}
-
-int64_t swiglu_gemv_min_k() {  // PHOTON_CUDA_SWIGLU_GEMV_MIN_K overrides it (measurements)
-  static const int64_t v = env_int64("PHOTON_CUDA_SWIGLU_GEMV_MIN_K", kSwiGluGemvMinK, 0);
-  return v;
-}
-
-// skinny_decode_matmul serves products with at most this many output features (a layer's qkv, o and
-// down, and the gate/up product with SwiGLU of I outputs; plain gate_up products and the LM head stay
-// on cuBLASLt, which streams them at 3.6-4.2 TB/s).
-// PHOTON_CUDA_SKINNY_MAX_N overrides it (measurements).
-int64_t skinny_max_n() {
-  static const int64_t n = env_int64("PHOTON_CUDA_SKINNY_MAX_N", 8192, 1);
-  return n;
-}
-
-// Whether the environment variable `name` is unset or does not start with '0' (a default-on switch).
-bool env_not_zero(const char* name) {
-  const char* e = std::getenv(name);
-  return e == nullptr || e[0] != '0';
-}
-
-// A boolean option overridden by the environment variable `name` when it is "0" or "1"
-// (measurement switches); any other value leaves it as it is.
-void override_from_env(const char* name, bool& option) {
-  const char* e = std::getenv(name);
-  if (e != nullptr && (e[0] == '0' || e[0] == '1')) option = e[0] == '1';
-}
-
-// matmul_silu of decode batches (2..16 rows, I <= skinny_max_n()) on gemv_skinny's SwiGLU mode, with
-// skinny_decode_matmul: Llama-3.2-1B B = 16 1.067-1.076 -> 1.032-1.034 ms/step (docs/performance.md,
-// row 39). PHOTON_CUDA_SKINNY_SILU=0 keeps the product + silu_mul pair (measurements).
-bool skinny_silu_enabled() {
-  static const bool on = env_not_zero("PHOTON_CUDA_SKINNY_SILU");
-  return on;
-}
-
-// One-row products (single-stream decode) on gemv_skinny, with skinny_decode_matmul and N (or I) within
-// skinny_max_n(): matmul_silu where the one-row GEMV has no SwiGLU mode (K < kSwiGluGemvMinK), and
-// plain or add products of at most kOneRowSkinnyMaxNK weights (Llama-3.2-1B's qkv and o; not its down
-// or Qwen3-8B's matrices, 16 Mi weights and more, where the one-row GEMV's streaming matters more
-// than gemv_skinny's early first round: Qwen3-8B measured 4.12 -> 4.27 ms/token with them on it).
-// PHOTON_CUDA_SKINNY_M1=1 puts every one-row product within skinny_max_n() on it, =0 none
-// (measurements: docs/performance.md, row 41).
-enum class OneRowSkinny { none, bounded, all };
-OneRowSkinny one_row_skinny() {
-  static const OneRowSkinny v = [] {
-    const char* e = std::getenv("PHOTON_CUDA_SKINNY_M1");
-    if (e == nullptr) return OneRowSkinny::bounded;
-    return e[0] == '1' ? OneRowSkinny::all : e[0] == '0' ? OneRowSkinny::none : OneRowSkinny::bounded;
-  }();
-  return v;
-}
-constexpr int64_t kOneRowSkinnyMaxNK = int64_t(12) << 20;  // N * K
-int64_t one_row_skinny_max_nk() {  // PHOTON_CUDA_SKINNY_M1_MAX_NK overrides the bound (measurements)
-  static const int64_t v = env_int64("PHOTON_CUDA_SKINNY_M1_MAX_NK", kOneRowSkinnyMaxNK, 0);
-  return v;
-}
-
-// int8 decode-batch products on gemv_int8_skinny, with skinny_decode_matmul; PHOTON_CUDA_INT8_SKINNY=0
-// keeps the int8 GEMV and dequantize + cuBLASLt (measurements).
-bool int8_skinny_enabled() {
-  static const bool on = env_not_zero("PHOTON_CUDA_INT8_SKINNY");
-  return on;
-}
-
-// gemv_int8_skinny's SwiGLU mode for int8 decode batches (docs/performance.md, row 45: B = 16
-// 1.092 -> 0.964 ms/step); PHOTON_CUDA_INT8_SKINNY_SILU=0 restores the product + silu_mul pair.
-bool int8_skinny_silu() {
-  static const bool on = env_not_zero("PHOTON_CUDA_INT8_SKINNY_SILU");
-  return on;
-}
-
-// Batch-size buckets of decode graphs: powers of two to 8, then multiples of 8 to 64, then of 32.
-int32_t bucket_for(int32_t s) {
-  if (s <= 8) {
-    int32_t b = 1;
-    while (b < s) b *= 2;
-    return b;
-  }
-  if (s <= 64) return (s + 7) / 8 * 8;
-  return (s + 31) / 32 * 32;
-}
 
 class CudaBackend final : public Backend {
  public:

@@ -250,7 +250,7 @@ __global__ void __launch_bounds__(kThreads, 4) gemv_staged_kernel(GemvArgs a) {
 
 using GemvKernel = void (*)(GemvArgs);
 
-// The kernel of a launch: plain (bf16 or f32 out), add or silu mode.
+// The kernel of a launch: plain (bf16 or f32 out), add or silu mode, or the RoPE epilogue.
 template <int M, int KS, bool EARLY, XRows XR>
 GemvKernel pick_kernel(const GemvArgs& a) {
   if constexpr (XR == XRows::global) {

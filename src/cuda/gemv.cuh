@@ -39,8 +39,9 @@
 // pairs (columns j and j + hd/2 of a head), rounds both dot products to bf16
 // as the product would store them, and does rope_qkv's work for them: q
 // rotated into q_out, k rotated and v copied into the paged cache at the
-// token's slot. Replaces the rope_qkv kernel and the qkv round trip; writes
-// (nq + 2 nkv) * hd * 2 bytes instead of N*2, reads hd/2 * 4 of inv_freq.
+// token's slot. Writes as many bytes as the plain product (N*2: q to q_out,
+// k and v to the cache, or q only for a padding row) and reads hd/2 * 4 of
+// inv_freq; replaces the rope_qkv kernel, which read and wrote N*2 more.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -7,6 +7,8 @@
 # FIXTURES=DIR (a copy of ../shared/data/golden) also copies its two GPU-only goldens (27 MB) for
 # the three test cases that need PHOTON_GPU_FIXTURES, and packs the test executable alone, so that
 # the carry stays under the tool's 64 MiB with the repository.
+# TRACE=DIR (a build configured with -DPHOTON_CUDA_STEP_TRACE=ON) also packs its CLI as photon_trace
+# (scripts/device/step_trace_report.py reads what it writes).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${1:-build}
@@ -19,6 +21,10 @@ for f in "${targets[@]}"; do
   [[ -x "$B/$f" ]] || { echo "pack: $B/$f missing (build with CUDA first)"; exit 1; }
   xz -T0 -6 -c "$B/$f" > "$O/$(basename "$f").xz" &
 done
+if [[ -n "${TRACE:-}" ]]; then
+  [[ -x "$TRACE/examples/cli/photon" ]] || { echo "pack: $TRACE/examples/cli/photon missing"; exit 1; }
+  xz -T0 -6 -c "$TRACE/examples/cli/photon" > "$O/photon_trace.xz" &
+fi
 libs=()
 for l in $(ldd "$B/tests/photon_tests_cuda" | awk '/libicu/ {print $3}'); do libs+=("$(basename "$l")"); done
 if ((${#libs[@]})); then tar -C /lib/x86_64-linux-gnu -chf - "${libs[@]}" | xz -T0 -6 > "$O/libs.tar.xz"; fi

@@ -38,6 +38,7 @@
 #include "cuda/rmsnorm.cuh"
 #include "cuda/rope_qkv.cuh"
 #include "cuda/sampler.hpp"
+#include "cuda/step_trace.hpp"
 #include "cuda/silu_mul.cuh"
 
 namespace photon {
@@ -94,6 +95,11 @@ class CudaBackend final : public Backend {
     PHOTON_ASSIGN_OR_RETURN(gemm_workspace_, allocate(options_.gemm_workspace_bytes));
     PHOTON_ASSIGN_OR_RETURN(gemm_, cuda::Gemm::create(gemm_workspace_.data(), gemm_workspace_.size()));
     PHOTON_ASSIGN_OR_RETURN(sampler_, cuda::Sampler::create(*this, compute_major_, num_sms_, stream_));
+    // The step trace (a diagnostic of builds with PHOTON_CUDA_STEP_TRACE; step_trace.hpp): every
+    // sampled graph step appends its kernels' timeline to the named file.
+    if (const char* path = std::getenv("PHOTON_CUDA_STEP_TRACE"); path != nullptr && path[0] != '\0') {
+      PHOTON_ASSIGN_OR_RETURN(step_trace_, cuda::StepTrace::open(path));
+    }
     PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
     return {};
   }
@@ -841,6 +847,7 @@ class CudaBackend final : public Backend {
   int64_t persistent_launches_ = 0;
   int64_t sampled_graph_steps_ = 0;  // run_step_sampled steps replayed with the sampler inside
   std::unique_ptr<cuda::Sampler> sampler_;
+  std::unique_ptr<cuda::StepTrace> step_trace_;  // PHOTON_CUDA_STEP_TRACE: sampled graph steps traced
   int64_t embed_rows_ = 0;
   std::map<GraphKey, StepGraph> graphs_;
   bool graphs_failed_ = false;  // a capture failed once: run every step eagerly
@@ -902,9 +909,12 @@ Result<void> CudaBackend::run_step_sampled(const BatchPlan& plan, const StepForw
   PHOTON_TRY(staging_.stage_padded(plan, key->bucket, key->width,
                                    std::as_bytes(std::span(params.data(), size_t(key->bucket)))));
   PHOTON_TRY(check_replay(*g));
+  if (step_trace_) PHOTON_TRY(step_trace_->begin(stream_));
   PHOTON_CUDA_TRY(cudaGraphLaunch(g->exec, stream_));
   ++sampled_graph_steps_;
-  return sampler_->finish_graph(batch, out);
+  PHOTON_TRY(sampler_->finish_graph(batch, out));
+  if (step_trace_) PHOTON_TRY(step_trace_->end(stream_, sampled_graph_steps_, plan.num_seqs()));
+  return {};
 }
 
 Status CudaBackend::check_replay(const StepGraph& g) {

@@ -96,6 +96,7 @@ constexpr int kMinBlocksPerSm = VWithK || GB > 4 ? 1 : GB == 4 ? 4 : GB == 2 ? 5
 // global workspace and the last-arriving block merges them.
 template <int HD, int GB, bool VWithK, bool CL>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_attention_kernel(DecodeAttentionArgs a) {
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceDecodeAttention, CL, a.num_q_heads, a.num_kv_heads));
   constexpr int LPK = HD / 8;
   constexpr int KPI = kThreads / LPK;
   constexpr int ITERS = kLoadsInFlight;
@@ -586,6 +587,8 @@ int group_block(int G) {
 }
 
 }  // namespace
+
+PHOTON_STEP_TRACE_UNIT(decode_attention)
 
 int32_t decode_attention_splits(int32_t num_seqs, int32_t num_q_heads, int32_t num_kv_heads, int32_t num_sms,
                                 bool cluster_merge) {

@@ -9,6 +9,7 @@ namespace {
 // One block per token; threads stride over the row in VEC-element chunks.
 template <int VEC>
 __global__ void embedding_kernel(EmbeddingArgs a) {
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceEmbedding, 0, a.num_tokens, a.hidden));
   pdl_launch_dependents();  // early: the next kernel may start streaming its weights (launch.cuh)
   pdl_wait();  // out may still be read by the previous step's kernels
   const int t = blockIdx.x;
@@ -28,6 +29,8 @@ __global__ void embedding_kernel(EmbeddingArgs a) {
 }
 
 }  // namespace
+
+PHOTON_STEP_TRACE_UNIT(embedding)
 
 Status launch_embedding(const EmbeddingArgs& a, cudaStream_t stream) {
   if (a.num_tokens < 0 || a.hidden <= 0) return bad_launch("embedding", "needs T >= 0 and H > 0");

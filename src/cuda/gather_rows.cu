@@ -9,6 +9,7 @@ namespace {
 // One block per output row; Unit is uint4 (16 bytes) or uint16_t.
 template <class Unit>
 __global__ void gather_rows_kernel(GatherRowsArgs a) {
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceGatherRows, 0, a.num_rows, 0));
   pdl_launch_dependents();  // early: the next kernel may start streaming its weights (launch.cuh)
   pdl_wait();
   const int r = blockIdx.x;
@@ -24,6 +25,8 @@ __global__ void gather_rows_kernel(GatherRowsArgs a) {
 }
 
 }  // namespace
+
+PHOTON_STEP_TRACE_UNIT(gather_rows)
 
 Status launch_gather_rows(const GatherRowsArgs& a, cudaStream_t stream) {
   if (a.num_rows < 0 || a.row_bytes <= 0 || a.row_bytes % 2 != 0)

@@ -241,10 +241,12 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
 // registers (69 unbounded with the norm: 3 blocks per SM) without spilling.
 template <int M, int KS, class Out, GemvMode MODE, bool EARLY>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemv, unsigned(MODE) | (EARLY ? 4u : 0u), a.N, a.K));
   gemv_body<M, KS, Out, MODE, EARLY, XRows::global>(a);
 }
 template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR, bool ROPE = false>
 __global__ void __launch_bounds__(kThreads, 4) gemv_staged_kernel(GemvArgs a) {
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemv, unsigned(MODE) | (EARLY ? 4u : 0u) | (unsigned(XR) << 3) | (ROPE ? 32u : 0u), a.N, a.K));
   gemv_body<M, KS, Out, MODE, EARLY, XR, ROPE>(a);
 }
 
@@ -321,6 +323,8 @@ cudaError_t launch_m(const GemvArgs& a, cudaStream_t stream) {
 }
 
 }  // namespace
+
+PHOTON_STEP_TRACE_UNIT(gemv)
 
 bool gemv_applies(const GemvArgs& a) {
   if (!(a.M >= 1 && a.M <= kGemvMaxRows && a.K > 0 && a.K % 8 == 0 && a.N > 0 && is_aligned(a.x, 16) &&

@@ -18,6 +18,7 @@ constexpr int kInFlight = 4;  // 32-k chunks per warp whose loads are in flight 
 // bytes per lane as the other modes).
 template <int NT, int W, class Out, GemvMode MODE>
 __global__ void __launch_bounds__(W * 32, 16 / W) gemv_skinny_kernel(GemvArgs a) {
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemvSkinny, unsigned(MODE), a.N, a.K));
   constexpr int kWarps = W;
   constexpr bool kAdd = MODE == GemvMode::add, kSilu = MODE == GemvMode::silu;
   constexpr int kMats = kSilu ? 2 : 1;                // weight matrices per output: gate and up
@@ -131,6 +132,8 @@ cudaError_t launch_nt(const GemvArgs& a, int32_t num_sms, cudaStream_t stream) {
 }
 
 }  // namespace
+
+PHOTON_STEP_TRACE_UNIT(gemv_skinny)
 
 bool gemv_skinny_applies(const GemvArgs& a) {
   return a.M >= kGemvSkinnyMinRows && a.M <= kGemvSkinnyMaxRows && a.K > 0 && a.K % 8 == 0 && a.N > 0 &&

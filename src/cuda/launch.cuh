@@ -27,11 +27,16 @@
 
 #include <utility>
 
+#include "cuda/step_trace.cuh"
+
 namespace photon::cuda {
 
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+#if defined(__CUDA_ARCH__)
+  step_trace_waited();  // empty unless built with PHOTON_CUDA_STEP_TRACE (step_trace.cuh)
 #endif
 }
 

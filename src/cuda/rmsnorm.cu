@@ -13,6 +13,7 @@ constexpr int kThreads = 256;
 // that rmsnorm_regs_kernel cannot hold (H > 8192, or not 16-byte vectors).
 template <int VEC, class W>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormArgs a) {
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceRmsNorm, 0, a.rows, a.hidden));
   __shared__ float scratch[32];
   pdl_launch_dependents();  // early: the next kernel may start streaming its weights (launch.cuh)
   pdl_wait();
@@ -54,6 +55,7 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(RmsNormArgs a) {
 // Against rmsnorm_kernel: 1.2 us less per norm at Qwen3-8B's H = 4096 (docs/performance.md, row 27).
 template <int CH, class W>
 __global__ void __launch_bounds__(kThreads) rmsnorm_regs_kernel(RmsNormArgs a) {
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceRmsNorm, 1, a.rows, a.hidden));
   __shared__ float scratch[32];
   pdl_launch_dependents();  // early: the next kernel may start streaming its weights (launch.cuh)
   const int H = a.hidden;
@@ -102,6 +104,8 @@ cudaError_t launch_any(const RmsNormArgs& a, cudaStream_t stream) {
 }
 
 }  // namespace
+
+PHOTON_STEP_TRACE_UNIT(rmsnorm)
 
 Status launch_rmsnorm(const RmsNormArgs& a, cudaStream_t stream) {
   if (a.rows < 0 || a.hidden <= 0) return bad_launch("rmsnorm", "needs rows >= 0 and H > 0");

@@ -14,6 +14,7 @@ constexpr int kMaxPairsPerLane = 4;  // hd <= 2 * 32 * 4 = 256
 // p = l, l + 32, ...
 template <class W>
 __global__ void __launch_bounds__(kWarps * 32) rope_qkv_kernel(RopeQkvArgs a) {
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceRopeQkv, 0, 0, 0));
   pdl_launch_dependents();  // early: the next kernel may start streaming its weights (launch.cuh)
   pdl_wait();
   const int t = blockIdx.x;
@@ -74,6 +75,8 @@ __global__ void __launch_bounds__(kWarps * 32) rope_qkv_kernel(RopeQkvArgs a) {
 }
 
 }  // namespace
+
+PHOTON_STEP_TRACE_UNIT(rope_qkv)
 
 Status launch_rope_qkv(const RopeQkvArgs& a, cudaStream_t stream) {
   if (a.head_dim <= 0 || a.head_dim % 2 != 0 || a.head_dim > 2 * 32 * kMaxPairsPerLane)

@@ -133,6 +133,7 @@ __device__ __forceinline__ void chunk_load(const float* l, int q0, int n, int V,
 // noise while their loads are in flight.
 template <int C, bool kVec>
 __global__ void __launch_bounds__(kThreads, 4) sample_one_pass_kernel(SampleArgs a, int slices, int qpt) {
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceSampleOnePass, 0, a.vocab, slices));
   __shared__ Acc shared[kWarps];
   __shared__ bool last;
   const int row = int(blockIdx.x) / slices, slice = int(blockIdx.x) % slices, tid = int(threadIdx.x);
@@ -222,6 +223,8 @@ __global__ void __launch_bounds__(kThreads, 4) sample_one_pass_kernel(SampleArgs
 }
 
 }  // namespace
+
+PHOTON_STEP_TRACE_UNIT(sampling_gumbel)
 
 int32_t one_pass_slices(int32_t num_rows, int32_t vocab, int32_t num_sms, int32_t* quads_per_thread) {
   // About one wave of 4 blocks per SM, at least one quad per thread: slices = min(quads per row /

@@ -11,6 +11,7 @@ constexpr int kThreads = 256;
 // Grid-stride over the T * I / VEC chunks of the output.
 template <int VEC>
 __global__ void __launch_bounds__(kThreads) silu_mul_kernel(SiluMulArgs a) {
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceSiluMul, 0, a.num_tokens, a.inter));
   pdl_launch_dependents();  // early: the next kernel may start streaming its weights (launch.cuh)
   pdl_wait();
   const int64_t per_row = a.inter / VEC;
@@ -35,6 +36,8 @@ __global__ void __launch_bounds__(kThreads) silu_mul_kernel(SiluMulArgs a) {
 }
 
 }  // namespace
+
+PHOTON_STEP_TRACE_UNIT(silu_mul)
 
 Status launch_silu_mul(const SiluMulArgs& a, cudaStream_t stream) {
   if (a.num_tokens < 0 || a.inter <= 0) return bad_launch("silu_mul", "needs T >= 0 and I > 0");

@@ -58,8 +58,9 @@ def main():
         if rows != args.rows:
             continue
         gmin, gmax, tag, blocks, start, w0, w1, end = map(int, f[2:10])
+        marks = list(map(int, f[10:]))  # (first, last) per mark; 0 0: not reached
         steps.setdefault(step, []).append(dict(gmin=gmin, gmax=gmax, tag=tag, blocks=blocks, start=start,
-                                               w0=w0, w1=w1, end=end))
+                                               w0=w0, w1=w1, end=end, marks=marks))
     if not steps:
         sys.exit("no traced steps of %d rows" % args.rows)
     collisions = sum(1 for ls in steps.values() for l in ls if l["gmin"] != l["gmax"])
@@ -86,7 +87,12 @@ def main():
             cols["boundary"][i].append((l["w0"] - prev_end) if (i > 0 and l["w0"]) else 0)
             cols["stream"][i].append(l["end"] - l["w0"] if l["w0"] else l["end"] - l["start"])
             cols["early"][i].append(prev_end - l["start"] if i > 0 else 0)
+            for k in range(len(l["marks"]) // 2):
+                first, last = l["marks"][2 * k], l["marks"][2 * k + 1]
+                cols[f"m{k}f"][i].append(first - l["w0"] if first and l["w0"] else float("nan"))
+                cols[f"m{k}l"][i].append(last - l["w0"] if last and l["w0"] else float("nan"))
     med = {k: [statistics.median(v[i]) / 1000.0 for i in range(n)] for k, v in cols.items()}
+    nmarks = len([k for k in cols if k.endswith("f")])
     print(f"step span (first start to last end): median {statistics.median(spans) / 1000.0:.1f} us")
 
     # Per kernel class: launches, summed medians.
@@ -107,10 +113,13 @@ def main():
         tot["boundary"] += c["boundary"]
     print(f"{'sum':44s} {n:3d} {tot['added']:9.1f}        {tot['boundary']:6.1f} (boundaries summed)")
     if args.per_launch:
-        print(f"{'#':>3s} {'kernel':44s} {'blocks':>6s} {'early':>6s} {'bound.':>6s} {'stream':>7s} {'added':>6s}")
+        hdr = "".join(f" {'m%d first/last' % k:>15s}" for k in range(nmarks))
+        print(f"{'#':>3s} {'kernel':44s} {'blocks':>6s} {'early':>6s} {'bound.':>6s} {'stream':>7s} {'added':>6s}{hdr}"
+              "  (marks: us after the release)")
         for i, tag in enumerate(layout):
+            mk = "".join(f" {med['m%df' % k][i]:7.2f}/{med['m%dl' % k][i]:7.2f}" for k in range(nmarks))
             print(f"{i:3d} {label(tag):44s} {chosen[0][i]['blocks']:6d} {med['early'][i]:6.2f} "
-                  f"{med['boundary'][i]:6.2f} {med['stream'][i]:7.2f} {med['added'][i]:6.2f}")
+                  f"{med['boundary'][i]:6.2f} {med['stream'][i]:7.2f} {med['added'][i]:6.2f}{mk}")
 
 
 if __name__ == "__main__":

@@ -143,6 +143,7 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
     for (int c = threadIdx.x; c < M * chunks; c += kThreads) staged[c] = __ldg(x + c);
     __syncthreads();
   }
+  step_trace_mark(0);  // x is staged (or, read through L1, about to be)
   float acc[kSums];  // [row r][m]: r = 0 the column's (gate) row, r = 1 its up row
 #pragma unroll
   for (int i = 0; i < kSums; ++i) acc[i] = 0.f;
@@ -187,6 +188,7 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
       for (; c < chunks; c += kStep) accumulate(__ldcs(wr + c), c);
     }
   }
+  step_trace_mark(1);  // thread 0's weights are consumed
 #pragma unroll
   for (int i = 0; i < kSums; ++i) acc[i] = warp_sum(acc[i]);
   // NORM: rsqrt(mean(x_m^2) + eps) from the warps' shares of the squares.
@@ -207,6 +209,7 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
     }
     if (lane == 0 && slice == 0) pair_values[col] = to_f32(to_bf16(acc[0] * norm_scale(0)));
     __syncthreads();
+    step_trace_mark(2);  // the pairs' values are met
     const int p = blockIdx.x * (kCols / 2) + threadIdx.x;
     if (threadIdx.x < kCols / 2 && 2 * p < a.N)
       rope_store(a.rope, p, pair_values[2 * threadIdx.x], pair_values[2 * threadIdx.x + 1]);

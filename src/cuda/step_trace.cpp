@@ -14,6 +14,7 @@ namespace photon::cuda {
 cudaError_t step_trace_attach_gemv(StepTraceSlot* table);
 cudaError_t step_trace_attach_gemv_skinny(StepTraceSlot* table);
 cudaError_t step_trace_attach_decode_attention(StepTraceSlot* table);
+cudaError_t step_trace_attach_decode_attention_one(StepTraceSlot* table);
 cudaError_t step_trace_attach_sampling_gumbel(StepTraceSlot* table);
 cudaError_t step_trace_attach_embedding(StepTraceSlot* table);
 cudaError_t step_trace_attach_rmsnorm(StepTraceSlot* table);
@@ -24,6 +25,7 @@ cudaError_t step_trace_attach_gather_rows(StepTraceSlot* table);
 namespace {
 cudaError_t attach_all(StepTraceSlot* table) {
   for (auto attach : {step_trace_attach_gemv, step_trace_attach_gemv_skinny, step_trace_attach_decode_attention,
+                      step_trace_attach_decode_attention_one,
                       step_trace_attach_sampling_gumbel, step_trace_attach_embedding, step_trace_attach_rmsnorm,
                       step_trace_attach_rope_qkv, step_trace_attach_silu_mul, step_trace_attach_gather_rows})
     if (const cudaError_t e = attach(table); e != cudaSuccess) return e;
@@ -46,7 +48,7 @@ Result<std::unique_ptr<StepTrace>> StepTrace::open(const std::string& path) {
   PHOTON_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&t->table_), sizeof(StepTraceSlot) * kStepTraceSlots));
   PHOTON_CUDA_TRY(cudaMemset(t->table_, 0, sizeof(StepTraceSlot) * kStepTraceSlots));
   PHOTON_CUDA_TRY(attach_all(t->table_));
-  std::fprintf(t->file_, "# step rows grid_min grid_max tag blocks start wait_first wait_last end\n");
+  std::fprintf(t->file_, "# step rows grid_min grid_max tag blocks start wait_first wait_last end (mark_first mark_last) x %d\n", kStepTraceMarks);
   return t;
 #endif
 }
@@ -80,9 +82,18 @@ Status StepTrace::end(cudaStream_t stream, int64_t step, int32_t rows) {
       wait_max = std::max(wait_max, s.wait_max[l].v);
       end_max = std::max(end_max, s.end_max[l].v);
     }
-    std::fprintf(file_, "%lld %d %llu %llu %llu %llu %llu %llu %llu %llu\n", static_cast<long long>(step), rows,
+    std::fprintf(file_, "%lld %d %llu %llu %llu %llu %llu %llu %llu %llu", static_cast<long long>(step), rows,
                  ~s.grid_inv, s.grid_max, s.tag, s.blocks, ~start_inv, wait_inv == 0 ? 0ull : ~wait_inv, wait_max,
                  end_max);
+    for (int k = 0; k < kStepTraceMarks; ++k) {
+      unsigned long long inv = 0, mx = 0;
+      for (int l = 0; l < kStepTraceLanes; ++l) {
+        inv = std::max(inv, s.mark_inv[k][l].v);
+        mx = std::max(mx, s.mark_max[k][l].v);
+      }
+      std::fprintf(file_, " %llu %llu", inv == 0 ? 0ull : ~inv, mx);
+    }
+    std::fputc('\n', file_);
   }
   std::fflush(file_);
   return {};

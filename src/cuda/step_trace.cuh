@@ -21,6 +21,7 @@ namespace photon::cuda {
 
 constexpr int kStepTraceSlots = 512;
 constexpr int kStepTraceLanes = 32;
+constexpr int kStepTraceMarks = 3;  // step_trace_mark(k): points inside a kernel, k < kStepTraceMarks
 
 struct StepTraceSector {
   unsigned long long v;
@@ -33,6 +34,8 @@ struct StepTraceSlot {
   StepTraceSector wait_inv[kStepTraceLanes];   // ~min(pdl_wait() return, thread 0)
   StepTraceSector wait_max[kStepTraceLanes];   // max(pdl_wait() return, thread 0)
   StepTraceSector end_max[kStepTraceLanes];    // max(warp exit, lane 0)
+  StepTraceSector mark_inv[kStepTraceMarks][kStepTraceLanes];  // ~min(step_trace_mark(k), thread 0)
+  StepTraceSector mark_max[kStepTraceMarks][kStepTraceLanes];  // max(step_trace_mark(k), thread 0)
   unsigned long long grid_inv, grid_max;       // ~min and max %gridid seen in this slot
   unsigned long long tag;                      // the kernel's step_trace_tag (block 0)
   unsigned long long blocks;                   // blocks started
@@ -100,12 +103,22 @@ struct StepTraceScope {
   StepTraceScope& operator=(const StepTraceScope&) = delete;
 };
 
+// A point inside a kernel (k < kStepTraceMarks), stamped by thread 0 of each block that reaches it.
+__device__ __forceinline__ void step_trace_mark(int k) {
+  if (threadIdx.x != 0) return;
+  const unsigned long long t = step_trace_now();
+  StepTraceSlot* slot = step_trace_slot();
+  if (slot == nullptr) return;
+  atomicMax(&slot->mark_inv[k][step_trace_lane()].v, ~t);
+  atomicMax(&slot->mark_max[k][step_trace_lane()].v, t);
+}
+
 // Called by pdl_wait() after the wait.
 __device__ __forceinline__ void step_trace_waited() {
   if (threadIdx.x != 0) return;
+  const unsigned long long t = step_trace_now();
   StepTraceSlot* slot = step_trace_slot();
   if (slot == nullptr) return;
-  const unsigned long long t = step_trace_now();
   atomicMax(&slot->wait_inv[step_trace_lane()].v, ~t);
   atomicMax(&slot->wait_max[step_trace_lane()].v, t);
 }
@@ -123,6 +136,7 @@ struct StepTraceScope {
   __device__ explicit StepTraceScope(unsigned long long) {}
 };
 __device__ __forceinline__ void step_trace_waited() {}
+__device__ __forceinline__ void step_trace_mark(int) {}
 #endif
 #define PHOTON_STEP_TRACE_UNIT(name)
 #endif

@@ -34,7 +34,8 @@ class StepTrace {
   // Before a step's launches: zeroes the table on `stream`.
   Status begin(cudaStream_t stream);
   // After them: waits for `stream`, then appends one line per launch seen:
-  // "step rows grid_min grid_max tag blocks start wait_first wait_last end" (ns, absolute).
+  // "step rows grid_min grid_max tag blocks start wait_first wait_last end", then each mark's first
+  // and last stamp (0 0: not reached), in ns, absolute.
   Status end(cudaStream_t stream, int64_t step, int32_t rows);
 
  private:

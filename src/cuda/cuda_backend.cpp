@@ -396,6 +396,14 @@ class CudaBackend final : public Backend {
         cuda::decode_attention_splits(a.num_seqs, a.num_q_heads, a.num_kv_heads, num_sms_, a.cluster_merge);
     a.num_sms = num_sms_;
     a.scale = scale;
+    // Batches of up to attention_single_pass_max_seqs (no RoPE inside: rope_attention clears it when
+    // it sets qkv): the single-pass kernel while the staged block table keeps contexts within its bound.
+    const int32_t one = options_.attention_single_pass_heads >= 0
+                            ? options_.attention_single_pass_heads
+                            : cuda::decode_attention_single_pass_heads(int32_t(S), int32_t(nq), int32_t(cs.nkv), num_sms_);
+    if (one > 0 && S <= options_.attention_single_pass_max_seqs && (nq / cs.nkv) % one == 0 &&
+        int64_t(plan.max_blocks_per_seq) * cs.bs <= cuda::decode_attention_single_pass_max_keys(int32_t(hd)))
+      a.single_pass_heads = one;
     const cuda::DecodeWorkspace ws =
         a.cluster_merge ? cuda::DecodeWorkspace{}
                         : cuda::decode_attention_workspace(a.num_seqs, a.num_q_heads, a.num_kv_heads, a.head_dim,
@@ -462,6 +470,7 @@ class CudaBackend final : public Backend {
     PHOTON_ASSIGN_OR_RETURN(cuda::DecodeAttentionArgs a, decode_attention_args(out, q, cache, plan, scale, sh.cs, sh.nq));
     a.q = nullptr;
     a.qkv = r.qkv;
+    a.single_pass_heads = 0;  // the single-pass kernel has no RoPE inside
     a.positions = r.positions;
     a.slot_mapping = r.slot_mapping;
     a.inv_freq = r.inv_freq;
@@ -481,6 +490,7 @@ class CudaBackend final : public Backend {
     if (plan.num_tokens == 0) return {};
     if (is_decode(plan)) {  // one query per sequence, row s is sequence s
       PHOTON_ASSIGN_OR_RETURN(const cuda::DecodeAttentionArgs a, decode_attention_args(out, q, cache, plan, scale, cs, nq));
+      if (a.single_pass_heads > 0) ++single_pass_attention_launches_;
       return cuda::launch_decode_attention(a, stream_);
     }
 
@@ -572,6 +582,7 @@ class CudaBackend final : public Backend {
   const std::string& device_name() const noexcept { return device_name_; }
   int64_t persistent_launches() const noexcept { return persistent_launches_; }
   int64_t sampled_graph_steps() const noexcept { return sampled_graph_steps_; }
+  int64_t single_pass_attention_launches() const noexcept { return single_pass_attention_launches_; }
 
  protected:
   void release(void* ptr) noexcept override { alloc_.release(ptr); }
@@ -846,6 +857,7 @@ class CudaBackend final : public Backend {
   Buffer persistent_sync_;      // decode_layers' grid barrier counters (zero between launches)
   int64_t persistent_launches_ = 0;
   int64_t sampled_graph_steps_ = 0;  // run_step_sampled steps replayed with the sampler inside
+  int64_t single_pass_attention_launches_ = 0;  // decode attention launches of the single-pass kernel
   std::unique_ptr<cuda::Sampler> sampler_;
   std::unique_ptr<cuda::StepTrace> step_trace_;  // PHOTON_CUDA_STEP_TRACE: sampled graph steps traced
   int64_t embed_rows_ = 0;
@@ -996,6 +1008,11 @@ int64_t cuda_persistent_decode_launches(const Backend& backend) {
   return cuda != nullptr ? cuda->persistent_launches() : 0;
 }
 
+int64_t cuda_single_pass_attention_launches(const Backend& backend) {
+  const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
+  return cuda != nullptr ? cuda->single_pass_attention_launches() : 0;
+}
+
 int64_t cuda_sampled_graph_steps(const Backend& backend) {
   const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
   return cuda != nullptr ? cuda->sampled_graph_steps() : 0;
@@ -1021,6 +1038,11 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   if (options.gemm_workspace_bytes < (size_t(1) << 20))
     return fail(Errc::invalid_argument, "CudaBackendOptions::gemm_workspace_bytes must be at least 1 MiB");
   if (options.max_graph_batch < 0) return fail(Errc::invalid_argument, "CudaBackendOptions::max_graph_batch must be >= 0");
+  if (options.attention_single_pass_heads < -1 || options.attention_single_pass_heads == 3 ||
+      options.attention_single_pass_heads > 4)
+    return fail(Errc::invalid_argument, "CudaBackendOptions::attention_single_pass_heads must be -1, 0, 1, 2 or 4");
+  if (options.attention_single_pass_max_seqs < 0)
+    return fail(Errc::invalid_argument, "CudaBackendOptions::attention_single_pass_max_seqs must be >= 0");
   if (options.persistent_max_in_flight < 0)
     return fail(Errc::invalid_argument, "CudaBackendOptions::persistent_max_in_flight must be >= 0");
   PHOTON_CUDA_TRY(cudaSetDevice(options.device));
@@ -1055,6 +1077,10 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   override_from_env("PHOTON_CUDA_GEMV_NORM", opts.gemv_norm);
   override_from_env("PHOTON_CUDA_GEMV_STAGE_X", opts.gemv_stage_x);
   override_from_env("PHOTON_CUDA_GEMV_ROPE", opts.gemv_rope);
+  if (const char* e = std::getenv("PHOTON_CUDA_ATTN_ONE"); e != nullptr && (e[0] == '0' || e[0] == '1' || e[0] == '2' || e[0] == '4'))
+    opts.attention_single_pass_heads = e[0] - '0';
+  if (const char* e = std::getenv("PHOTON_CUDA_ATTN_ONE_MAX_SEQS"); e != nullptr && e[0] >= '0' && e[0] <= '9')
+    opts.attention_single_pass_max_seqs = int32_t(std::atoi(e));
   auto backend = std::make_unique<CudaBackend>(opts, prop, stream);
   PHOTON_TRY(backend->init());
   return std::unique_ptr<Backend>(std::move(backend));

@@ -81,6 +81,16 @@ struct CudaBackendOptions {
   // rope_qkv kernel. Steps that rope_in_decode_attention selects keep RoPE there; Qwen3's q/k
   // norms need a whole head per block and keep their path. PHOTON_CUDA_GEMV_ROPE=0 / 1 overrides it.
   bool gemv_rope = true;
+  // Decode attention of batches of at most attention_single_pass_max_seqs sequences (no RoPE
+  // inside) in the single-pass kernel (decode_attention_one.cu: no context splits, no merge between
+  // blocks) while the staged block table keeps contexts within one chunk of its loads (256 keys at
+  // hd 64, 128 at hd 128), with this many query heads per block: 1, 2 or 4; -1: by batch size
+  // (decode_attention_single_pass_heads); 0: always the split kernel. Llama-3.2-1B at contexts of
+  // 128-192: single stream 0.79 -> 0.74 ms/token, B = 4 0.92 -> 0.86, B = 16 1.044 -> 0.996 ms/step
+  // (docs/performance.md, row 61). PHOTON_CUDA_ATTN_ONE=0/1/2/4 and PHOTON_CUDA_ATTN_ONE_MAX_SEQS
+  // override them.
+  int32_t attention_single_pass_heads = -1;
+  int32_t attention_single_pass_max_seqs = 16;
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,
@@ -101,6 +111,10 @@ int64_t cuda_persistent_decode_launches(const Backend& backend);
 // Decode steps a CUDA backend ran through a graph that ends with the sampler (run_step_sampled);
 // 0 for other backends. For tests.
 int64_t cuda_sampled_graph_steps(const Backend& backend);
+// Decode attention launches a CUDA backend made with the single-pass kernel
+// (CudaBackendOptions::attention_single_pass_heads; eager launches and graph captures, not
+// replays); 0 for other backends. For tests.
+int64_t cuda_single_pass_attention_launches(const Backend& backend);
 
 // The GPU's name as the driver reports it ("NVIDIA H200"); empty for a non-CUDA backend.
 std::string cuda_device_name(const Backend& backend);

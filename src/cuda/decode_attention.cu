@@ -317,6 +317,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[g][e] = 0.f;
   __syncthreads();  // also: s_cur is written
+  step_trace_mark(0);  // q and the current K/V row are in
   if constexpr (VWithK) {
     if (fused) {
       patch_current_row(kraw, start, 0);
@@ -403,6 +404,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
     __syncthreads();  // s_p is rewritten by the next round
   }
 
+  step_trace_mark(1);  // the rounds are done
   // Sum the row slots: first inside each warp, then across warps.
 #pragma unroll
   for (int g = 0; g < GB; ++g)
@@ -445,6 +447,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
       s_red[0][g][d] = total;
     }
     cluster_sync();  // partials (s_red[0], s_m, s_l) of every block visible cluster-wide
+    step_trace_mark(2);  // the cluster's partials are visible
     const int share = ceil_div(gcount * HD, used);
     const int lo = split * share, hi = min(gcount * HD, lo + share);
     for (int idx = lo + tid; idx < hi; idx += kThreads) {
@@ -645,6 +648,7 @@ Status launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream
       return bad_launch("decode_attention", "qkv and the q/k norm weights must be 16-byte aligned");
   }
   if (a.num_seqs == 0) return {};
+  if (a.single_pass_heads > 0) return launch_decode_attention_single_pass(a, stream);
   const int G = a.num_q_heads / a.num_kv_heads;
   const int gb = group_block(G);
   const int groups = a.num_kv_heads * ceil_div(G, gb);

@@ -77,6 +77,10 @@ struct DecodeAttentionArgs {
   const void* q_norm = nullptr;            // [hd] or null; bf16, or f32 when norm_f32
   const void* k_norm = nullptr;            // [hd] or null
   bool norm_f32 = false;
+  // > 0: the single-pass kernel (decode_attention_one.cu: no splits, no merge between blocks; no
+  // RoPE inside), with this many query heads per block (1, 2 or 4); the host sets it for batches of
+  // few sequences while max_blocks_per_seq * block_size <= decode_attention_single_pass_max_keys.
+  int32_t single_pass_heads = 0;
   int64_t num_slots = 0;                   // num_blocks * block_size
   float eps = 1e-6f;                       // q/k norm epsilon
 };
@@ -101,5 +105,17 @@ DecodeWorkspace decode_attention_workspace(int32_t num_seqs, int32_t num_q_heads
                                            int32_t head_dim, int32_t num_splits);
 
 Status launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream);
+
+// The single-pass kernel (DecodeAttentionArgs::single_pass_heads; decode_attention_one.cu): the
+// longest context it is used for at head_dim (two chunks of loads; 0: head_dim not served), whether
+// it serves a launch, and its launch (launch_decode_attention calls it when single_pass_heads > 0).
+int32_t decode_attention_single_pass_max_keys(int32_t head_dim);
+// The query heads per block for a batch: the fewest of 1, 2 and 4 that divide the group and keep the
+// grid (S * nq / heads blocks) within one block per SM, else the most that divide it (measured at
+// Llama-3.2-1B: B = 4 with 1 head 0.857 ms/step, with 4 0.871; B = 16 with 1 1.051, with 4 0.996).
+int32_t decode_attention_single_pass_heads(int32_t num_seqs, int32_t num_q_heads, int32_t num_kv_heads,
+                                           int32_t num_sms);
+bool decode_attention_single_pass_applies(const DecodeAttentionArgs& a);
+Status launch_decode_attention_single_pass(const DecodeAttentionArgs& a, cudaStream_t stream);
 
 }  // namespace photon::cuda

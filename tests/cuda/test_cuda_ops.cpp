@@ -438,6 +438,67 @@ TEST_CASE("cuda paged decode attention: context 0 gives a zero row beside live s
   }
 }
 
+// The single-pass kernel (CudaBackendOptions::attention_single_pass_heads): one sequence, no splits,
+// 1, 2 or 4 query heads per block (-1: the batch-size rule), over contexts up to its bound (one chunk
+// of loads: 256 keys at hd 64, 128 at hd 128), block sizes 16 and 5, and context 0 (a zero row).
+TEST_CASE("cuda paged decode attention: the single-pass kernel for one sequence matches the CPU", "[cuda][attention]") {
+  const int32_t heads = GENERATE(-1, 1, 2, 4);
+  CAPTURE(heads);
+  auto gpu = cuda_backend(CudaBackendOptions{.attention_single_pass_heads = heads, .attention_single_pass_max_seqs = 1});
+  auto cpu = cpu_reference();
+  std::mt19937 rng(41);
+  int64_t expected = 0;
+  for (int64_t hd : {64, 128})
+    for (int64_t group : {1, 2, 4, 8}) {
+      if (group % heads != 0) continue;
+      const Geometry g{hd, group == 8 ? 4 : 8, group};
+      const int32_t bound = hd == 64 ? 256 : 128;
+      for (int32_t ctx : {1, 2, 15, 16, 17, 63, 64, 65, 127, 128, 129, 190, 255, 256, 257, 400, 511, 512}) {
+        if (ctx > bound) continue;
+        for (int64_t bs : {16, 5}) {
+          if ((ctx + bs - 1) / bs * bs > bound) continue;  // the block table's span decides the kernel
+          CAPTURE(hd, group, ctx, bs);
+          const std::vector<SeqSpec> seqs{{ctx, 1}};
+          check_attention(*gpu, *cpu, seqs, g, bs, blocks_for(seqs, bs), rng);
+          ++expected;
+        }
+      }
+      const std::vector<SeqSpec> one{{40, 1}};
+      check_attention(*gpu, *cpu, one, g, 16, blocks_for(one, 16), rng, {0});  // context 0
+      ++expected;
+    }
+  CHECK(cuda_single_pass_attention_launches(*gpu) == expected);
+  // Past the bound, and for two sequences, the split kernel serves the same backend.
+  check_attention(*gpu, *cpu, {{300, 1}}, Geometry{64, 8, 4}, 16, 30, rng);
+  check_attention(*gpu, *cpu, {{100, 1}, {90, 1}}, Geometry{64, 8, 4}, 16, 20, rng);
+  CHECK(cuda_single_pass_attention_launches(*gpu) == expected);
+}
+
+// attention_single_pass_max_seqs > 1: ragged batches of a few sequences in one single-pass launch
+// (one grid row per sequence), with a context-0 padding row.
+TEST_CASE("cuda paged decode attention: the single-pass kernel over ragged batches matches the CPU", "[cuda][attention]") {
+  const int32_t heads = GENERATE(-1, 1, 4);
+  CAPTURE(heads);
+  auto gpu = cuda_backend(CudaBackendOptions{.attention_single_pass_heads = heads, .attention_single_pass_max_seqs = 16});
+  auto cpu = cpu_reference();
+  std::mt19937 rng(43);
+  for (int64_t hd : {64, 128}) {
+    CAPTURE(hd);
+    const Geometry g{hd, 8, 4};
+    const int32_t top = hd == 64 ? 250 : 120;  // within one chunk, the block table's span included
+    check_attention(*gpu, *cpu, {{1, 1}, {top, 1}, {17, 1}}, g, 16, 60, rng);
+    std::vector<SeqSpec> many;
+    for (int i = 0; i < 16; ++i) many.push_back({1 + (i * 37) % top, 1});
+    check_attention(*gpu, *cpu, many, g, 16, blocks_for(many, 16), rng, {3, 11});
+  }
+  CHECK(cuda_single_pass_attention_launches(*gpu) == 4);
+  // More sequences than the bound: the split kernel.
+  std::vector<SeqSpec> more;
+  for (int i = 0; i < 17; ++i) more.push_back({5 + i, 1});
+  check_attention(*gpu, *cpu, more, Geometry{64, 8, 4}, 16, 60, rng);
+  CHECK(cuda_single_pass_attention_launches(*gpu) == 4);
+}
+
 // A decode graph replays one launch shape (the splits depend on the batch
 // shape only) while contexts grow and shrink between replays: the split
 // counters of one launch must leave the workspace ready for the next.

@@ -87,7 +87,7 @@ struct CudaBackendOptions {
   // hd 64, 128 at hd 128), with this many query heads per block: 1, 2 or 4; -1: by batch size
   // (decode_attention_single_pass_heads); 0: always the split kernel. Llama-3.2-1B at contexts of
   // 128-192: single stream 0.79 -> 0.74 ms/token, B = 4 0.92 -> 0.86, B = 16 1.044 -> 0.996 ms/step
-  // (docs/performance.md, row 61). PHOTON_CUDA_ATTN_ONE=0/1/2/4 and PHOTON_CUDA_ATTN_ONE_MAX_SEQS
+  // (docs/performance.md, row 64). PHOTON_CUDA_ATTN_ONE=0/1/2/4 and PHOTON_CUDA_ATTN_ONE_MAX_SEQS
   // override them.
   int32_t attention_single_pass_heads = -1;
   int32_t attention_single_pass_max_seqs = 16;

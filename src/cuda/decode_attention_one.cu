@@ -4,8 +4,9 @@
 // lanes per key row, 16 bytes each) in one chunk of ITERS steps, every K and V load in flight
 // together (the cached rows before pdl_wait(), the current token's row after it); contexts are at
 // most one chunk (decode_attention_single_pass_max_keys: a second chunk's loads would wait for the
-// first one's scores). Each warp keeps an online softmax in registers; the 8 warps meet once in
-// shared memory (one barrier) and the block writes its heads' rows. Scores in log2 units.
+// first one's scores). Each warp forms its keys' softmax partials (max, sum, weighted V) in
+// registers; the 8 warps meet once in shared memory (one barrier) and the block writes its heads'
+// rows. Scores in log2 units.
 // Why: the split kernel's cluster merge and per-round barriers put ~3.7 us of its ~7.8 us at
 // Llama-3.2-1B's one-token steps after the rounds (step trace, docs/performance.md).
 // Bytes, per sequence: reads nkv * ctx * hd * 2 bytes of K plus the same of V, G / GB times from L2

@@ -32,10 +32,6 @@ cudaError_t attach_all(StepTraceSlot* table) {
   return cudaSuccess;
 }
 }  // namespace
-
-bool step_trace_compiled() noexcept { return true; }
-#else
-bool step_trace_compiled() noexcept { return false; }
 #endif
 
 Result<std::unique_ptr<StepTrace>> StepTrace::open(const std::string& path) {

@@ -125,7 +125,7 @@ __device__ __forceinline__ void step_trace_waited() {
 }  // namespace
 
 // In each traced .cu file, at namespace scope in photon::cuda: the host function that points this
-// file's table at the backend's (step_trace.cu calls it).
+// file's table at the backend's (step_trace.cpp calls it).
 #define PHOTON_STEP_TRACE_UNIT(name)                                              \
   cudaError_t step_trace_attach_##name(StepTraceSlot* table) {                    \
     return cudaMemcpyToSymbol(g_step_trace, &table, sizeof table);                \

@@ -19,9 +19,6 @@ namespace photon::cuda {
 
 struct StepTraceSlot;
 
-// Whether this build has the trace hooks (PHOTON_CUDA_STEP_TRACE).
-bool step_trace_compiled() noexcept;
-
 class StepTrace {
  public:
   // Allocates the device table, points every traced kernel file at it and opens `path` for

@@ -83,8 +83,8 @@ struct CudaBackendOptions {
   bool gemv_rope = true;
   // Decode attention of batches of at most attention_single_pass_max_seqs sequences (no RoPE
   // inside) in the single-pass kernel (decode_attention_one.cu: no context splits, no merge between
-  // blocks) while the staged block table keeps contexts within one chunk of its loads (256 keys at
-  // hd 64, 128 at hd 128), with this many query heads per block: 1, 2 or 4; -1: by batch size
+  // blocks) while the staged block table keeps contexts within one chunk of its loads (512 keys at
+  // hd 64, 256 at hd 128, 16 warps past half of that), with this many query heads per block: 1, 2 or 4; -1: by batch size
   // (decode_attention_single_pass_heads); 0: always the split kernel. Llama-3.2-1B at contexts of
   // 128-192: single stream 0.79 -> 0.74 ms/token, B = 4 0.92 -> 0.86, B = 16 1.044 -> 0.996 ms/step
   // (docs/performance.md, row 64). PHOTON_CUDA_ATTN_ONE=0/1/2/4 and PHOTON_CUDA_ATTN_ONE_MAX_SEQS

@@ -1,6 +1,6 @@
 // Single-pass decode attention for a few sequences (decode_attention.cuh, DecodeAttentionArgs::
 // single_pass_heads): no context splits and no merge between blocks. Block (b, s) serves sequence s,
-// KV head b / (G / GB) and GB of its query heads; its 8 warps take the context's keys in turn (LPK = hd / 8
+// KV head b / (G / GB) and GB of its query heads; its 8 or 16 warps take the context's keys in turn (LPK = hd / 8
 // lanes per key row, 16 bytes each) in one chunk of ITERS steps, every K and V load in flight
 // together (the cached rows before pdl_wait(), the current token's row after it); contexts are at
 // most one chunk (decode_attention_single_pass_max_keys: a second chunk's loads would wait for the
@@ -22,20 +22,22 @@ namespace photon::cuda {
 
 namespace {
 
-constexpr int kOneWarps = 8;
-constexpr int kOneThreads = kOneWarps * 32;
 constexpr int kOneIters = 8;  // block-wide steps per chunk: 16-byte K and V loads in flight per lane
 
-template <int HD>
+// Keys of one chunk for W warps at head_dim HD.
+template <int HD, int W>
 constexpr int one_chunk_keys() {
-  return kOneWarps * (32 / (HD / 8)) * kOneIters;
+  return W * (32 / (HD / 8)) * kOneIters;
 }
 
-template <int HD, int GB>
-__global__ void __launch_bounds__(kOneThreads) decode_attention_one_kernel(DecodeAttentionArgs a) {
+// W warps: 8, or 16 when the block table spans more than 8 warps' chunk (the same registers per
+// thread, twice the keys, one block per SM).
+template <int HD, int GB, int W>
+__global__ void __launch_bounds__(W * 32) decode_attention_one_kernel(DecodeAttentionArgs a) {
   const StepTraceScope step_trace_scope(step_trace_tag(kTraceDecodeAttention, 2, a.num_q_heads, a.num_kv_heads));
   constexpr int LPK = HD / 8;       // lanes per key row
   constexpr int KPW = 32 / LPK;     // keys per warp per step
+  constexpr int kOneWarps = W, kOneThreads = W * 32;
   constexpr int KPI = kOneWarps * KPW;  // keys per block per step (kOneIters steps: one chunk)
   __shared__ float s_m[kOneWarps][GB], s_l[kOneWarps][GB];
   __shared__ float s_acc[kOneWarps][GB][HD];
@@ -165,14 +167,22 @@ __global__ void __launch_bounds__(kOneThreads) decode_attention_one_kernel(Decod
   }
 }
 
+template <int HD, int W>
+cudaError_t launch_hdw_one(const DecodeAttentionArgs& a, int gb, cudaStream_t stream) {
+  const dim3 grid(unsigned(a.num_q_heads / gb), unsigned(a.num_seqs)), block(unsigned(W * 32));
+  switch (gb) {
+    case 1: return launch_kernel(decode_attention_one_kernel<HD, 1, W>, grid, block, 0, stream, a);
+    case 2: return launch_kernel(decode_attention_one_kernel<HD, 2, W>, grid, block, 0, stream, a);
+    default: return launch_kernel(decode_attention_one_kernel<HD, 4, W>, grid, block, 0, stream, a);
+  }
+}
+
+// 8 warps while the block table spans their chunk, else 16.
 template <int HD>
 cudaError_t launch_hd_one(const DecodeAttentionArgs& a, int gb, cudaStream_t stream) {
-  const dim3 grid(unsigned(a.num_q_heads / gb), unsigned(a.num_seqs)), block(kOneThreads);
-  switch (gb) {
-    case 1: return launch_kernel(decode_attention_one_kernel<HD, 1>, grid, block, 0, stream, a);
-    case 2: return launch_kernel(decode_attention_one_kernel<HD, 2>, grid, block, 0, stream, a);
-    default: return launch_kernel(decode_attention_one_kernel<HD, 4>, grid, block, 0, stream, a);
-  }
+  if (int64_t(a.max_blocks_per_seq) * a.block_size <= one_chunk_keys<HD, 8>())
+    return launch_hdw_one<HD, 8>(a, gb, stream);
+  return launch_hdw_one<HD, 16>(a, gb, stream);
 }
 
 }  // namespace
@@ -180,12 +190,12 @@ cudaError_t launch_hd_one(const DecodeAttentionArgs& a, int gb, cudaStream_t str
 PHOTON_STEP_TRACE_UNIT(decode_attention_one)
 
 int32_t decode_attention_single_pass_max_keys(int32_t head_dim) {
-  // One chunk: a second one's loads wait for the first one's scores, and at contexts of 448 to 512
-  // keys (two chunks at hd 64) the kernel measured slower than the split kernel (B = 1 0.811 against
-  // 0.795 ms/step).
+  // One chunk of 16 warps: a second chunk's loads would wait for the first one's scores (two chunks
+  // of 8 warps at contexts of 448 to 512 keys measured slower than the split kernel: B = 1 0.811
+  // against 0.795 ms/step).
   switch (head_dim) {
-    case 64: return one_chunk_keys<64>();
-    case 128: return one_chunk_keys<128>();
+    case 64: return one_chunk_keys<64, 16>();
+    case 128: return one_chunk_keys<128, 16>();
     default: return 0;
   }
 }

@@ -63,6 +63,14 @@ __device__ __forceinline__ void load_x8(const float* p, float (&f)[8]) {
   f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
 }
 
+// 8 consecutive norm weights from `off` (bf16, or f32 when f32).
+__device__ __forceinline__ void load_norm8(const void* w, bool f32, int off, float (&out)[8]) {
+  if (f32)
+    load_x8(static_cast<const float*>(w) + off, out);
+  else
+    load_x8(static_cast<const bf16*>(w) + off, out);
+}
+
 // silu(g) * u, as the silu_mul kernel and the GEMV's SwiGLU mode form it.
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + __expf(-g)) * u; }
 
@@ -90,6 +98,30 @@ __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
   return v;
+}
+
+// rsqrt(mean(row^2) + eps) of a head row of hd dims spread over a group of LPK lanes, 8 dims each
+// (the q/k norms of the decode attention kernels); every lane of the group calls it.
+template <int LPK>
+__device__ __forceinline__ float head_rms_inv(const float (&v)[8], int hd, float eps) {
+  float ss = 0.f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) ss += v[e] * v[e];
+  return rsqrtf(group_sum<LPK>(ss) / float(hd) + eps);
+}
+// rows[g] *= head_rms_inv(rows[g]) * the norm weights of this lane's dims sub * 8 .. + 7 (bf16, or
+// f32 when f32): the q norm of GB query heads.
+template <int LPK, int GB>
+__device__ __forceinline__ void head_rms_norm(float (&rows)[GB][8], const void* w, bool f32, int sub, int hd,
+                                              float eps) {
+  float wf[8];
+  load_norm8(w, f32, sub * 8, wf);
+#pragma unroll
+  for (int g = 0; g < GB; ++g) {
+    const float inv = head_rms_inv<LPK>(rows[g], hd, eps);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) rows[g][e] *= inv * wf[e];
+  }
 }
 
 // Sum over a block of NT threads (NT a multiple of 32, <= 1024); every thread

@@ -396,8 +396,8 @@ class CudaBackend final : public Backend {
         cuda::decode_attention_splits(a.num_seqs, a.num_q_heads, a.num_kv_heads, num_sms_, a.cluster_merge);
     a.num_sms = num_sms_;
     a.scale = scale;
-    // Batches of up to attention_single_pass_max_seqs (no RoPE inside: rope_attention clears it when
-    // it sets qkv): the single-pass kernel while the staged block table keeps contexts within its bound.
+    // Batches of up to attention_single_pass_max_seqs: the single-pass kernel while the staged block
+    // table keeps contexts within its bound (also with RoPE inside: rope_attention then sets qkv).
     const int32_t one = options_.attention_single_pass_heads >= 0
                             ? options_.attention_single_pass_heads
                             : cuda::decode_attention_single_pass_heads(int32_t(S), int32_t(nq), int32_t(cs.nkv), num_sms_);
@@ -470,7 +470,6 @@ class CudaBackend final : public Backend {
     PHOTON_ASSIGN_OR_RETURN(cuda::DecodeAttentionArgs a, decode_attention_args(out, q, cache, plan, scale, sh.cs, sh.nq));
     a.q = nullptr;
     a.qkv = r.qkv;
-    a.single_pass_heads = 0;  // the single-pass kernel has no RoPE inside
     a.positions = r.positions;
     a.slot_mapping = r.slot_mapping;
     a.inv_freq = r.inv_freq;
@@ -479,6 +478,7 @@ class CudaBackend final : public Backend {
     a.norm_f32 = r.norm_f32;
     a.num_slots = r.num_slots;
     a.eps = r.eps;
+    if (a.single_pass_heads > 0) ++single_pass_attention_launches_;
     return cuda::launch_decode_attention(a, stream_);
   }
 

@@ -81,8 +81,8 @@ struct CudaBackendOptions {
   // rope_qkv kernel. Steps that rope_in_decode_attention selects keep RoPE there; Qwen3's q/k
   // norms need a whole head per block and keep their path. PHOTON_CUDA_GEMV_ROPE=0 / 1 overrides it.
   bool gemv_rope = true;
-  // Decode attention of batches of at most attention_single_pass_max_seqs sequences (no RoPE
-  // inside) in the single-pass kernel (decode_attention_one.cu: no context splits, no merge between
+  // Decode attention of batches of at most attention_single_pass_max_seqs sequences (RoPE inside
+  // or not) in the single-pass kernel (decode_attention_one.cu: no context splits, no merge between
   // blocks) while the staged block table keeps contexts within one chunk of its loads (512 keys at
   // hd 64, 256 at hd 128, 16 warps past half of that), with this many query heads per block: 1, 2 or 4; -1: by batch size
   // (decode_attention_single_pass_heads); 0: always the split kernel. Llama-3.2-1B at contexts of

@@ -64,14 +64,6 @@ __device__ __forceinline__ SplitRange split_range(int ctx, int splits, int min_k
   return r;
 }
 
-// 8 consecutive norm weights from `off` (bf16, or f32 when f32).
-__device__ __forceinline__ void load_norm8(const void* w, bool f32, int off, float (&out)[8]) {
-  if (f32)
-    load_x8(static_cast<const float*>(w) + off, out);
-  else
-    load_x8(static_cast<const __nv_bfloat16*>(w) + off, out);
-}
-
 // Blocks per SM the register budget is set for (1: no bound). The V-after-K
 // variant keeps the occupancy of a loop without prefetch for many-wave grids.
 template <int GB, bool VWithK>
@@ -233,26 +225,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
 #pragma unroll
       for (int e = 0; e < 8; ++e) kv[e] = 0.f;
     }
-    if (a.q_norm != nullptr) {
-      float w[8];
-      load_norm8(a.q_norm, a.norm_f32, sub * 8, w);
-#pragma unroll
-      for (int g = 0; g < GB; ++g) {
-        float ss = 0.f;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) ss += q[g][e] * q[g][e];
-        const float inv = rsqrtf(group_sum<LPK>(ss) / float(HD) + a.eps);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) q[g][e] *= inv * w[e];
-      }
-    }
+    if (a.q_norm != nullptr) head_rms_norm<LPK, GB>(q, a.q_norm, a.norm_f32, sub, HD, a.eps);
     if (a.k_norm != nullptr) {
       float w[8];
       load_norm8(a.k_norm, a.norm_f32, sub * 8, w);
-      float ss = 0.f;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) ss += kv[e] * kv[e];
-      const float inv = rsqrtf(group_sum<LPK>(ss) / float(HD) + a.eps);
+      const float inv = head_rms_inv<LPK>(kv, HD, a.eps);
       if (slot == 0) {
 #pragma unroll
         for (int e = 0; e < 8; ++e) kv[e] *= inv * w[e];

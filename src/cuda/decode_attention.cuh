@@ -77,8 +77,8 @@ struct DecodeAttentionArgs {
   const void* q_norm = nullptr;            // [hd] or null; bf16, or f32 when norm_f32
   const void* k_norm = nullptr;            // [hd] or null
   bool norm_f32 = false;
-  // > 0: the single-pass kernel (decode_attention_one.cu: no splits, no merge between blocks; no
-  // RoPE inside), with this many query heads per block (1, 2 or 4); the host sets it for batches of
+  // > 0: the single-pass kernel (decode_attention_one.cu: no splits, no merge between blocks; RoPE
+  // inside too), with this many query heads per block (1, 2 or 4); the host sets it for batches of
   // few sequences while max_blocks_per_seq * block_size <= decode_attention_single_pass_max_keys.
   int32_t single_pass_heads = 0;
   int64_t num_slots = 0;                   // num_blocks * block_size

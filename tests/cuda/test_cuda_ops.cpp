@@ -614,9 +614,14 @@ void check_rope_attention(Backend& fused, Backend& pair, Backend& cpu, const std
 // the split that holds it (in its first round or a later one) and written into the cache once.
 TEST_CASE("cuda rope_attention: RoPE inside decode attention matches the CPU and the CUDA pair", "[cuda][attention]") {
   const bool clusters = GENERATE(true, false);
-  CAPTURE(clusters);
+  // The single-pass kernel with RoPE inside (by batch size: batches of up to 16 sequences within its
+  // bound), or the split kernel for every launch.
+  const int32_t single_pass = GENERATE(-1, 0);
+  CAPTURE(clusters, single_pass);
   using Rule = CudaBackendOptions::RopeInAttention;
-  auto fused = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters, .rope_in_decode_attention = Rule::always});
+  auto fused = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters,
+                                               .rope_in_decode_attention = Rule::always,
+                                               .attention_single_pass_heads = single_pass});
   auto pair = cuda_backend(CudaBackendOptions{.decode_attention_clusters = clusters, .rope_in_decode_attention = Rule::never});
   auto cpu = cpu_reference();
   std::mt19937 rng(53);
@@ -632,6 +637,15 @@ TEST_CASE("cuda rope_attention: RoPE inside decode attention matches the CPU and
     }
   // a block size that is not a power of two
   check_rope_attention(*fused, *pair, *cpu, {{33, 1}, {70, 1}, {7, 1}}, Geometry{64, 2, 4}, true, 5, rng);
+  // Contexts inside the single-pass bound at both head dims, one and a few sequences.
+  for (bool qk_norm : {false, true})
+    for (Geometry g : {Geometry{64, 8, 4}, Geometry{128, 8, 4}, Geometry{128, 4, 8}}) {
+      CAPTURE(qk_norm, g.hd, g.nkv, g.group);
+      for (int32_t ctx : {1, 2, 17, 128, 129, 190, 250}) check_rope_attention(*fused, *pair, *cpu, {{ctx, 1}}, g, qk_norm, 16, rng);
+      check_rope_attention(*fused, *pair, *cpu, {{1, 1}, {200, 1}, {37, 1}, {90, 1}}, g, qk_norm, 16, rng, {2});
+    }
+  if (single_pass != 0) CHECK(cuda_single_pass_attention_launches(*fused) > 0);
+  else CHECK(cuda_single_pass_attention_launches(*fused) == 0);
 }
 
 TEST_CASE("cuda prefill attention matches the CPU (chunks over cached prefixes, mixed decodes)", "[cuda]") {

@@ -778,6 +778,7 @@ class CudaBackend final : public Backend {
   void set_gemv_policy(cuda::GemvArgs& g) const {
     g.early_weights = gemv_early(g.N, g.K);
     g.early_half_ks = options_.gemv_early_half_ks;
+    g.early_chunks = cuda::gemv_early_chunks();
     g.stage_x = options_.gemv_stage_x && int64_t(g.K) * 2 <= cuda::kGemvMaxStagedBytes;
   }
 

@@ -102,10 +102,16 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
   uint4 first[kUnroll];
   if (early) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) first[u] = __ldcs(w + c0 + kStep * u);
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < a.early_chunks) first[u] = __ldcs(w + c0 + kStep * u);
   }
   pdl_wait();
   pdl_launch_dependents();
+  if (early) {  // the rest of the round (GemvArgs::early_chunks)
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (u >= a.early_chunks) first[u] = __ldcs(w + c0 + kStep * u);
+  }
 
   // add: the residual value this column adds to, loaded now so its latency hides under the weight
   // stream (only this column's epilogue writes it).
@@ -334,6 +340,7 @@ bool gemv_applies(const GemvArgs& a) {
         is_aligned(a.w, 16)))
     return false;
   if ((a.norm_w != nullptr || a.stage_x) && int64_t(a.M) * a.K * 2 > kGemvMaxStagedBytes) return false;
+  if (a.early_chunks < 1 || a.early_chunks > kUnroll) return false;
   const bool norm_ok = a.norm_w == nullptr || is_aligned(a.norm_w, 16);
   if (a.rope.q_out != nullptr) {
     const GemvRope& r = a.rope;

@@ -100,6 +100,16 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// The dot product of a query and a key row spread over a group of LPK lanes, 8 dims each (the decode
+// attention kernels' scores); every lane of the group gets it.
+template <int LPK>
+__device__ __forceinline__ float head_dot(const float (&q)[8], const float (&k)[8]) {
+  float dot = 0.f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) dot += q[e] * k[e];
+  return group_sum<LPK>(dot);
+}
+
 // rsqrt(mean(row^2) + eps) of a head row of hd dims spread over a group of LPK lanes, 8 dims each
 // (the q/k norms of the decode attention kernels); every lane of the group calls it.
 template <int LPK>

@@ -367,6 +367,12 @@ class CudaBackend final : public Backend {
 
   // The decode kernel's arguments for out / q [S, nq, hd] over `cache` (one query per sequence, row
   // s is sequence s), its split workspace grown when needed.
+  // The single-pass kernel only where it serves the launch (its kernel file owns the conditions: the
+  // group, the block table's span, alignment, RoPE inside); otherwise the split kernel.
+  static void keep_single_pass_if_served(cuda::DecodeAttentionArgs& a) {
+    if (a.single_pass_heads > 0 && !cuda::decode_attention_single_pass_applies(a)) a.single_pass_heads = 0;
+  }
+
   Result<cuda::DecodeAttentionArgs> decode_attention_args(Tensor out, Tensor q, KvLayer cache, const StepPlanView& plan,
                                                           float scale, const CacheShape& cs, int64_t nq) {
     const int64_t S = plan.num_seqs, hd = cs.hd;
@@ -401,9 +407,8 @@ class CudaBackend final : public Backend {
     const int32_t one = options_.attention_single_pass_heads >= 0
                             ? options_.attention_single_pass_heads
                             : cuda::decode_attention_single_pass_heads(int32_t(S), int32_t(nq), int32_t(cs.nkv), num_sms_);
-    if (one > 0 && S <= options_.attention_single_pass_max_seqs && (nq / cs.nkv) % one == 0 &&
-        int64_t(plan.max_blocks_per_seq) * cs.bs <= cuda::decode_attention_single_pass_max_keys(int32_t(hd)))
-      a.single_pass_heads = one;
+    if (one > 0 && S <= options_.attention_single_pass_max_seqs) a.single_pass_heads = one;
+    keep_single_pass_if_served(a);
     const cuda::DecodeWorkspace ws =
         a.cluster_merge ? cuda::DecodeWorkspace{}
                         : cuda::decode_attention_workspace(a.num_seqs, a.num_q_heads, a.num_kv_heads, a.head_dim,
@@ -478,6 +483,7 @@ class CudaBackend final : public Backend {
     a.norm_f32 = r.norm_f32;
     a.num_slots = r.num_slots;
     a.eps = r.eps;
+    keep_single_pass_if_served(a);  // RoPE inside has its own requirements
     if (a.single_pass_heads > 0) ++single_pass_attention_launches_;
     return cuda::launch_decode_attention(a, stream_);
   }

@@ -321,10 +321,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
       unpack_bf16x8(kraw[it], kf);
 #pragma unroll
       for (int g = 0; g < GB; ++g) {
-        float dot = 0.f;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) dot += q[g][e] * kf[e];
-        dot = group_sum<LPK>(dot);
+        const float dot = head_dot<LPK>(q[g], kf);
         if (sub == 0) s_p[g][it * KPI + slot] = j < end ? dot : -INFINITY;
       }
     }

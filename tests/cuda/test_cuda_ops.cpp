@@ -475,6 +475,18 @@ TEST_CASE("cuda paged decode attention: the single-pass kernel for one sequence 
   CHECK(cuda_single_pass_attention_launches(*gpu) == expected);
 }
 
+// The single-pass options are checked when the backend is made.
+TEST_CASE("cuda backend: bad single-pass attention options are invalid_argument", "[cuda][attention]") {
+  for (int32_t heads : {-2, 3, 5}) {
+    auto b = make_cuda_backend(CudaBackendOptions{.attention_single_pass_heads = heads});
+    REQUIRE_FALSE(b.has_value());
+    CHECK(b.error().code == Errc::invalid_argument);
+  }
+  auto b = make_cuda_backend(CudaBackendOptions{.attention_single_pass_max_seqs = -1});
+  REQUIRE_FALSE(b.has_value());
+  CHECK(b.error().code == Errc::invalid_argument);
+}
+
 // attention_single_pass_max_seqs > 1: ragged batches of a few sequences in one single-pass launch
 // (one grid row per sequence), with a context-0 padding row.
 TEST_CASE("cuda paged decode attention: the single-pass kernel over ragged batches matches the CPU", "[cuda][attention]") {

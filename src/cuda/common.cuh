@@ -101,7 +101,8 @@ __device__ __forceinline__ float warp_max(float v) {
 }
 
 // The dot product of a query and a key row spread over a group of LPK lanes, 8 dims each (the decode
-// attention kernels' scores); every lane of the group gets it.
+// attention kernels' scores); every lane of the group gets it. Every lane of the warp must call it
+// (full-mask shuffles): select past-the-context scores after the call, never around it.
 template <int LPK>
 __device__ __forceinline__ float head_dot(const float (&q)[8], const float (&k)[8]) {
   float dot = 0.f;
@@ -111,7 +112,7 @@ __device__ __forceinline__ float head_dot(const float (&q)[8], const float (&k)[
 }
 
 // rsqrt(mean(row^2) + eps) of a head row of hd dims spread over a group of LPK lanes, 8 dims each
-// (the q/k norms of the decode attention kernels); every lane of the group calls it.
+// (the q/k norms of the decode attention kernels); every lane of the warp calls it (full-mask shuffles).
 template <int LPK>
 __device__ __forceinline__ float head_rms_inv(const float (&v)[8], int hd, float eps) {
   float ss = 0.f;

@@ -169,7 +169,10 @@ __global__ void __launch_bounds__(W * 32) decode_attention_one_kernel(DecodeAtte
     unpack_bf16x8(kr[it], kf);
     const bool in = key_of(it) < ctx;
 #pragma unroll
-    for (int g = 0; g < GB; ++g) sc[it][g] = in ? head_dot<LPK>(q[g], kf) : -INFINITY;
+    for (int g = 0; g < GB; ++g) {
+      const float dot = head_dot<LPK>(q[g], kf);  // every lane: a full-warp shuffle
+      sc[it][g] = in ? dot : -INFINITY;
+    }
   }
   // The warp's max over its keys (uniform across the warp; -inf for a warp with none), then the
   // weights p = 2^(score - max) and their sums.

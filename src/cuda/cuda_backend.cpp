@@ -784,7 +784,7 @@ class CudaBackend final : public Backend {
   void set_gemv_policy(cuda::GemvArgs& g) const {
     g.early_weights = gemv_early(g.N, g.K);
     g.early_half_ks = options_.gemv_early_half_ks;
-    g.early_chunks = cuda::gemv_early_chunks();
+    g.early_chunks = options_.gemv_early_chunks;
     g.stage_x = options_.gemv_stage_x && int64_t(g.K) * 2 <= cuda::kGemvMaxStagedBytes;
   }
 
@@ -1050,6 +1050,8 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
     return fail(Errc::invalid_argument, "CudaBackendOptions::attention_single_pass_heads must be -1, 0, 1, 2 or 4");
   if (options.attention_single_pass_max_seqs < 0)
     return fail(Errc::invalid_argument, "CudaBackendOptions::attention_single_pass_max_seqs must be >= 0");
+  if (options.gemv_early_chunks < 1 || options.gemv_early_chunks > 8)
+    return fail(Errc::invalid_argument, "CudaBackendOptions::gemv_early_chunks must be 1 to 8");
   if (options.persistent_max_in_flight < 0)
     return fail(Errc::invalid_argument, "CudaBackendOptions::persistent_max_in_flight must be >= 0");
   PHOTON_CUDA_TRY(cudaSetDevice(options.device));
@@ -1075,6 +1077,8 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
     }
   }
   override_from_env("PHOTON_CUDA_GEMV_EARLY_HALF_KS", opts.gemv_early_half_ks);
+  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY_CHUNKS"); e != nullptr && e[0] >= '1' && e[0] <= '8' && e[1] == '\0')
+    opts.gemv_early_chunks = e[0] - '0';
   if (const char* e = std::getenv("PHOTON_CUDA_ROPE_IN_ATTENTION"); e != nullptr && (e[0] == '0' || e[0] == '1'))
     opts.rope_in_decode_attention =
         e[0] == '1' ? CudaBackendOptions::RopeInAttention::always : CudaBackendOptions::RopeInAttention::never;

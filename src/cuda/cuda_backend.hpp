@@ -54,6 +54,13 @@ struct CudaBackendOptions {
   enum class GemvEarly : uint8_t { none, large, all, narrow_n, wide_n };
   GemvEarly gemv_early_weights = GemvEarly::all;
   bool gemv_early_half_ks = true;
+  // With early weights: how many of a lane's first round of 8 loads go out before pdl_wait()
+  // (GemvArgs::early_chunks, 1-8; the rest right after it). 8 floods the memory system ahead of the
+  // block's first dependent read and of the kernel before's release (the gate/up projection's 3 us
+  // boundary in session 13's step trace); 3-4 measured best at Llama-3.2-1B: single stream 0.745
+  // -> 0.724 ms/token, 16 sequences 1.017 -> 1.005 ms/step (docs/performance.md, row 65).
+  // PHOTON_CUDA_GEMV_EARLY_CHUNKS=1..8 overrides it (measurements).
+  int32_t gemv_early_chunks = 4;
   // Which decode steps rotate q and the new K/V rows inside the decode attention kernel
   // (Backend::rope_attention: no rope_qkv kernel, q never stored) instead of rope_qkv + attention.
   // By default those of models whose query width nq * hd is at least 4096 (the 8B shapes, where it

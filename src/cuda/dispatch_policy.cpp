@@ -58,11 +58,6 @@ bool int8_skinny_silu() {
   return on;
 }
 
-int32_t gemv_early_chunks() {
-  static const int32_t v = int32_t(env_int64("PHOTON_CUDA_GEMV_EARLY_CHUNKS", 8, 1));
-  return v <= 8 ? v : 8;
-}
-
 int32_t bucket_for(int32_t s) {
   if (s <= 8) {
     int32_t b = 1;

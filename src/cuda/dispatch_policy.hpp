@@ -78,9 +78,6 @@ bool int8_skinny_enabled();
 bool int8_skinny_silu();
 
 // Batch-size buckets of decode graphs: powers of two to 8, then multiples of 8 to 64, then of 32.
-// GemvArgs::early_chunks (a measurement knob): PHOTON_CUDA_GEMV_EARLY_CHUNKS=1..8, default 8.
-int32_t gemv_early_chunks();
-
 int32_t bucket_for(int32_t s);
 
 }  // namespace photon::cuda

@@ -90,7 +90,7 @@ struct GemvArgs {
   // With early_weights: how many of a lane's first round of 8 loads go out before pdl_wait() (the
   // rest right after it). Fewer put fewer bytes in flight ahead of the block's first dependent read
   // (x, after the wait) and ahead of the kernel before's release; 8: the whole round. A measurement
-  // knob (PHOTON_CUDA_GEMV_EARLY_CHUNKS, 1-8).
+  // setting (CudaBackendOptions::gemv_early_chunks, 1-8).
   int32_t early_chunks = 8;
   // Norm: x is normed first (see above); plain and silu modes.
   const __nv_bfloat16* norm_w = nullptr;  // [K]; nullptr: no norm

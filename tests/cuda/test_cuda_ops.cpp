@@ -119,14 +119,16 @@ TEST_CASE("cuda silu_mul and gather_logit_rows match the CPU", "[cuda]") {
 }
 
 TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs", "[cuda]") {
-  // The GEMV's first round of weights before pdl_wait() (1), also with K split over half the warps (2);
-  // x staged in shared memory or read through L1.
-  const int early = GENERATE(0, 1, 2);
+  // The GEMV's first round of weights before pdl_wait() (1: the whole round of 8 loads), also with
+  // K split over half the warps (2: the default 4 loads of the round early, 3: one); x staged in
+  // shared memory or read through L1.
+  const int early = GENERATE(0, 1, 2, 3);
   const bool stage_x = GENERATE(false, true);
   CAPTURE(early, stage_x);
   using E = CudaBackendOptions::GemvEarly;
   auto gpu = cuda_backend(CudaBackendOptions{.gemv_early_weights = early > 0 ? E::all : E::none,
                                              .gemv_early_half_ks = early >= 2,
+                                             .gemv_early_chunks = early == 1 ? 8 : early == 3 ? 1 : 4,
                                              .gemv_stage_x = stage_x});
   auto cpu = cpu_reference();
   std::mt19937 rng(15);
@@ -475,8 +477,8 @@ TEST_CASE("cuda paged decode attention: the single-pass kernel for one sequence 
   CHECK(cuda_single_pass_attention_launches(*gpu) == expected);
 }
 
-// The single-pass options are checked when the backend is made.
-TEST_CASE("cuda backend: bad single-pass attention options are invalid_argument", "[cuda][attention]") {
+// The single-pass attention and early-GEMV options are checked when the backend is made.
+TEST_CASE("cuda backend: bad single-pass attention and GEMV options are invalid_argument", "[cuda][attention]") {
   for (int32_t heads : {-2, 3, 5}) {
     auto b = make_cuda_backend(CudaBackendOptions{.attention_single_pass_heads = heads});
     REQUIRE_FALSE(b.has_value());
@@ -485,6 +487,11 @@ TEST_CASE("cuda backend: bad single-pass attention options are invalid_argument"
   auto b = make_cuda_backend(CudaBackendOptions{.attention_single_pass_max_seqs = -1});
   REQUIRE_FALSE(b.has_value());
   CHECK(b.error().code == Errc::invalid_argument);
+  for (int32_t chunks : {0, 9}) {
+    auto c = make_cuda_backend(CudaBackendOptions{.gemv_early_chunks = chunks});
+    REQUIRE_FALSE(c.has_value());
+    CHECK(c.error().code == Errc::invalid_argument);
+  }
 }
 
 // attention_single_pass_max_seqs > 1: ragged batches of a few sequences in one single-pass launch

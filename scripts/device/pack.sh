@@ -9,6 +9,8 @@
 # the carry stays under the tool's 64 MiB with the repository.
 # TRACE=DIR (a build configured with -DPHOTON_CUDA_STEP_TRACE=ON) also packs its CLI as photon_trace
 # (scripts/device/step_trace_report.py reads what it writes).
+# BASE=DIR (another build, e.g. main's) also packs its CLI as photon_base, for same-call A/B of two
+# builds (ab.sh's BIN=$P/photon_base).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${1:-build}
@@ -21,6 +23,10 @@ for f in "${targets[@]}"; do
   [[ -x "$B/$f" ]] || { echo "pack: $B/$f missing (build with CUDA first)"; exit 1; }
   xz -T0 -6 -c "$B/$f" > "$O/$(basename "$f").xz" &
 done
+if [[ -n "${BASE:-}" ]]; then
+  [[ -x "$BASE/examples/cli/photon" ]] || { echo "pack: $BASE/examples/cli/photon missing"; exit 1; }
+  xz -T0 -6 -c "$BASE/examples/cli/photon" > "$O/photon_base.xz" &
+fi
 if [[ -n "${TRACE:-}" ]]; then
   [[ -x "$TRACE/examples/cli/photon" ]] || { echo "pack: $TRACE/examples/cli/photon missing"; exit 1; }
   xz -T0 -6 -c "$TRACE/examples/cli/photon" > "$O/photon_trace.xz" &

@@ -365,14 +365,14 @@ class CudaBackend final : public Backend {
     return a;
   }
 
-  // The decode kernel's arguments for out / q [S, nq, hd] over `cache` (one query per sequence, row
-  // s is sequence s), its split workspace grown when needed.
   // The single-pass kernel only where it serves the launch (its kernel file owns the conditions: the
   // group, the block table's span, alignment, RoPE inside); otherwise the split kernel.
   static void keep_single_pass_if_served(cuda::DecodeAttentionArgs& a) {
     if (a.single_pass_heads > 0 && !cuda::decode_attention_single_pass_applies(a)) a.single_pass_heads = 0;
   }
 
+  // The decode kernel's arguments for out / q [S, nq, hd] over `cache` (one query per sequence, row
+  // s is sequence s), its split workspace grown when needed.
   Result<cuda::DecodeAttentionArgs> decode_attention_args(Tensor out, Tensor q, KvLayer cache, const StepPlanView& plan,
                                                           float scale, const CacheShape& cs, int64_t nq) {
     const int64_t S = plan.num_seqs, hd = cs.hd;

@@ -58,7 +58,7 @@ struct CudaBackendOptions {
   // (GemvArgs::early_chunks, 1-8; the rest right after it). 8 floods the memory system ahead of the
   // block's first dependent read and of the kernel before's release (the gate/up projection's 3 us
   // boundary in session 13's step trace); 3-4 measured best at Llama-3.2-1B: single stream 0.745
-  // -> 0.724 ms/token, 16 sequences 1.017 -> 1.005 ms/step (docs/performance.md, row 65).
+  // -> 0.724 ms/token, 16 sequences 1.017 -> 1.005 ms/step (docs/performance.md, row 67).
   // PHOTON_CUDA_GEMV_EARLY_CHUNKS=1..8 overrides it (measurements).
   int32_t gemv_early_chunks = 4;
   // Which decode steps rotate q and the new K/V rows inside the decode attention kernel
@@ -91,10 +91,10 @@ struct CudaBackendOptions {
   // Decode attention of batches of at most attention_single_pass_max_seqs sequences (RoPE inside
   // or not) in the single-pass kernel (decode_attention_one.cu: no context splits, no merge between
   // blocks) while the staged block table keeps contexts within one chunk of its loads (512 keys at
-  // hd 64, 256 at hd 128, 16 warps past half of that), with this many query heads per block: 1, 2 or 4; -1: by batch size
-  // (decode_attention_single_pass_heads); 0: always the split kernel. Llama-3.2-1B at contexts of
-  // 128-192: single stream 0.79 -> 0.74 ms/token, B = 4 0.92 -> 0.86, B = 16 1.044 -> 0.996 ms/step
-  // (docs/performance.md, row 64). PHOTON_CUDA_ATTN_ONE=0/1/2/4 and PHOTON_CUDA_ATTN_ONE_MAX_SEQS
+  // hd 64, 256 at hd 128; 16 warps past half of that), with this many query heads per block: 1, 2
+  // or 4; -1: by batch size (decode_attention_single_pass_heads); 0: always the split kernel.
+  // Llama-3.2-1B at contexts of 128-192: single stream 0.79 -> 0.74 ms/token, B = 4 0.92 -> 0.86,
+  // B = 16 1.044 -> 0.996 ms/step (docs/performance.md, row 64; rows 65-66: 16 warps, RoPE inside). PHOTON_CUDA_ATTN_ONE=0/1/2/4 and PHOTON_CUDA_ATTN_ONE_MAX_SEQS
   // override them.
   int32_t attention_single_pass_heads = -1;
   int32_t attention_single_pass_max_seqs = 16;

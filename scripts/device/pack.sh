@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Packs what a run on the lent GPU machine needs and the repository does not carry: the CUDA test
 # executable, the CLI (photon bench), the persistent-kernel bench, and the shared libraries the
-# machine lacks (Debian 12's ICU 72; fmt, sentencepiece and PCRE2 are there), xz-compressed into
-# an ignored folder to name in the device tool's `carry` (about 30 MB).
+# machine lacks or has in an incompatible version (Debian 12's ICU 72; its sentencepiece 0.1.97:
+# the machine's 0.2.0 has the same soname and another C++ class layout, and photon built here
+# crashes inside it, session 15; fmt and PCRE2 are there), xz-compressed into an ignored folder
+# to name in the device tool's `carry` (about 30 MB).
 # Usage: scripts/device/pack.sh [BUILD_DIR (build)] [OUT_DIR (.device/pack)]
 # FIXTURES=DIR (a copy of ../shared/data/golden) also copies its two GPU-only goldens (27 MB) for
 # the three test cases that need PHOTON_GPU_FIXTURES, and packs the test executable alone, so that
@@ -32,7 +34,7 @@ if [[ -n "${TRACE:-}" ]]; then
   xz -T0 -6 -c "$TRACE/examples/cli/photon" > "$O/photon_trace.xz" &
 fi
 libs=()
-for l in $(ldd "$B/tests/photon_tests_cuda" | awk '/libicu/ {print $3}'); do libs+=("$(basename "$l")"); done
+for l in $(ldd "$B/tests/photon_tests_cuda" | awk '/libicu|libsentencepiece/ {print $3}'); do libs+=("$(basename "$l")"); done
 if ((${#libs[@]})); then tar -C /lib/x86_64-linux-gnu -chf - "${libs[@]}" | xz -T0 -6 > "$O/libs.tar.xz"; fi
 if [[ -n "${FIXTURES:-}" ]]; then
   mkdir -p "$O/fixtures"

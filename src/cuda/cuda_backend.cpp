@@ -32,6 +32,7 @@
 #include "cuda/gemv_int8_skinny.cuh"
 #include "cuda/gemv_mma.cuh"
 #include "cuda/gemv_skinny.cuh"
+#include "cuda/kernel_preload.hpp"
 #include "cuda/op_checks.hpp"
 #include "cuda/plan_staging.hpp"
 #include "cuda/prefill_attention.cuh"
@@ -92,6 +93,7 @@ class CudaBackend final : public Backend {
   }
 
   Status init() {
+    if (options_.preload_kernels) PHOTON_TRY(cuda::preload_kernel_modules());
     PHOTON_ASSIGN_OR_RETURN(gemm_workspace_, allocate(options_.gemm_workspace_bytes));
     PHOTON_ASSIGN_OR_RETURN(gemm_, cuda::Gemm::create(gemm_workspace_.data(), gemm_workspace_.size()));
     PHOTON_ASSIGN_OR_RETURN(sampler_, cuda::Sampler::create(*this, compute_major_, num_sms_, stream_));
@@ -1088,6 +1090,7 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   override_from_env("PHOTON_CUDA_GEMV_NORM", opts.gemv_norm);
   override_from_env("PHOTON_CUDA_GEMV_STAGE_X", opts.gemv_stage_x);
   override_from_env("PHOTON_CUDA_GEMV_ROPE", opts.gemv_rope);
+  override_from_env("PHOTON_CUDA_PRELOAD", opts.preload_kernels);
   if (const char* e = std::getenv("PHOTON_CUDA_ATTN_ONE"); e != nullptr && (e[0] == '0' || e[0] == '1' || e[0] == '2' || e[0] == '4'))
     opts.attention_single_pass_heads = e[0] - '0';
   if (const char* e = std::getenv("PHOTON_CUDA_ATTN_ONE_MAX_SEQS"); e != nullptr && e[0] >= '0' && e[0] <= '9')

@@ -566,6 +566,7 @@ int group_block(int G) {
 }  // namespace
 
 PHOTON_STEP_TRACE_UNIT(decode_attention)
+PHOTON_PRELOAD_UNIT(decode_attention, decode_attention_kernel<64, 1, false, false>)
 
 int32_t decode_attention_splits(int32_t num_seqs, int32_t num_q_heads, int32_t num_kv_heads, int32_t num_sms,
                                 bool cluster_merge) {

@@ -264,6 +264,7 @@ cudaError_t launch_hd_one(const DecodeAttentionArgs& a, int gb, cudaStream_t str
 }  // namespace
 
 PHOTON_STEP_TRACE_UNIT(decode_attention_one)
+PHOTON_PRELOAD_UNIT(decode_attention_one, decode_attention_one_kernel<64, 1, 8, false>)
 
 int32_t decode_attention_single_pass_max_keys(int32_t head_dim) {
   // One chunk of 16 warps: a second chunk's loads would wait for the first one's scores (two chunks

@@ -644,6 +644,8 @@ int smem_optin_bytes() {
 
 }  // namespace
 
+PHOTON_PRELOAD_UNIT(decode_layers, decode_layers_kernel<64>)
+
 bool decode_layers_applies(int32_t major, int32_t num_sms, int32_t hidden, int32_t intermediate, int32_t num_q_heads,
                            int32_t num_kv_heads, int32_t head_dim) {
   if (major < 9 || (head_dim != 64 && head_dim != 128) || num_kv_heads <= 0 || num_q_heads <= 0 ||

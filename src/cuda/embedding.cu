@@ -31,6 +31,7 @@ __global__ void embedding_kernel(EmbeddingArgs a) {
 }  // namespace
 
 PHOTON_STEP_TRACE_UNIT(embedding)
+PHOTON_PRELOAD_UNIT(embedding, embedding_kernel<8>)
 
 Status launch_embedding(const EmbeddingArgs& a, cudaStream_t stream) {
   if (a.num_tokens < 0 || a.hidden <= 0) return bad_launch("embedding", "needs T >= 0 and H > 0");

@@ -27,6 +27,7 @@ __global__ void gather_rows_kernel(GatherRowsArgs a) {
 }  // namespace
 
 PHOTON_STEP_TRACE_UNIT(gather_rows)
+PHOTON_PRELOAD_UNIT(gather_rows, gather_rows_kernel<uint4>)
 
 Status launch_gather_rows(const GatherRowsArgs& a, cudaStream_t stream) {
   if (a.num_rows < 0 || a.row_bytes <= 0 || a.row_bytes % 2 != 0)

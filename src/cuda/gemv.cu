@@ -334,6 +334,7 @@ cudaError_t launch_m(const GemvArgs& a, cudaStream_t stream) {
 }  // namespace
 
 PHOTON_STEP_TRACE_UNIT(gemv)
+PHOTON_PRELOAD_UNIT(gemv, gemv_kernel<1, 1, bf16, GemvMode::plain, false>)
 
 bool gemv_applies(const GemvArgs& a) {
   if (!(a.M >= 1 && a.M <= kGemvMaxRows && a.K > 0 && a.K % 8 == 0 && a.N > 0 && is_aligned(a.x, 16) &&

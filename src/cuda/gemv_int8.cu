@@ -220,6 +220,8 @@ __global__ void __launch_bounds__(kDequantThreads) dequantize_int8_kernel(Dequan
 
 }  // namespace
 
+PHOTON_PRELOAD_UNIT(gemv_int8, dequantize_int8_kernel<true>)
+
 bool gemv_int8_applies(const GemvInt8Args& a) {
   return a.M >= 1 && a.M <= kGemvInt8MaxRows && a.N > 0 && a.K > 0 && a.group > 0 && a.out != nullptr &&
          a.x != nullptr && a.w != nullptr && a.scales != nullptr && !(a.accumulate && a.out_f32) && !a.silu;

@@ -155,6 +155,8 @@ cudaError_t launch_nt(const GemvInt8Args& a, int32_t num_sms, cudaStream_t strea
 
 }  // namespace
 
+PHOTON_PRELOAD_UNIT(gemv_int8_skinny, gemv_int8_skinny_kernel<1, 8, 4, bf16, false, false>)
+
 bool gemv_int8_skinny_applies(const GemvInt8Args& a) {
   return a.M >= kGemvInt8SkinnyMinRows && a.M <= kGemvInt8SkinnyMaxRows && a.N > 0 && a.K > 0 && a.K % 64 == 0 &&
          a.group > 0 && a.group % 64 == 0 && a.out != nullptr && a.x != nullptr && a.w != nullptr &&

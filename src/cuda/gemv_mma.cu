@@ -198,6 +198,8 @@ Status launch_m(const GemvArgs& a, int32_t num_sms, cudaStream_t stream) {
 
 }  // namespace
 
+PHOTON_PRELOAD_UNIT(gemv_mma, gemv_mma_kernel<8, 1>)
+
 bool gemv_mma_applies(const GemvArgs& a) {
   return a.M >= kGemvMmaMinRows && a.M <= kGemvMmaMaxRows && a.K > 0 && a.K % 8 == 0 && a.N > 0 &&
          is_aligned(a.x, 16) && is_aligned(a.w, 16);

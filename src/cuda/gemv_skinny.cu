@@ -134,6 +134,7 @@ cudaError_t launch_nt(const GemvArgs& a, int32_t num_sms, cudaStream_t stream) {
 }  // namespace
 
 PHOTON_STEP_TRACE_UNIT(gemv_skinny)
+PHOTON_PRELOAD_UNIT(gemv_skinny, gemv_skinny_kernel<1, 8, bf16, GemvMode::plain>)
 
 bool gemv_skinny_applies(const GemvArgs& a) {
   return a.M >= kGemvSkinnyMinRows && a.M <= kGemvSkinnyMaxRows && a.K > 0 && a.K % 8 == 0 && a.N > 0 &&

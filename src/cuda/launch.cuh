@@ -49,6 +49,18 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 // Whether launches on the current device use PDL (defined in launch.cu).
 bool pdl_enabled_on_current_device() noexcept;
 
+// In each kernel file, at namespace scope in photon::cuda, naming one of its kernels:
+//   PHOTON_PRELOAD_UNIT(gemv, gemv_kernel<1, 1, bf16, GemvMode::plain, false>)
+// defines preload_unit_gemv(), which kernel_preload.cpp calls when a backend starts. Touching a
+// kernel (cudaFuncGetAttributes) makes CUDA's lazy loading (the default since CUDA 12.2) load the
+// file's module then, not inside the first step that launches one of its kernels: loading
+// decode_attention.cu's module mid-run stalled a decode step by ~80 ms (docs/performance.md, row 72).
+#define PHOTON_PRELOAD_UNIT(name, ...)          \
+  cudaError_t preload_unit_##name() {           \
+    cudaFuncAttributes attr;                    \
+    return cudaFuncGetAttributes(&attr, __VA_ARGS__); \
+  }
+
 namespace detail {
 // kernel<<<grid, block, smem, stream>>>(args...) through cudaLaunchKernelEx, with the PDL attribute
 // when pdl_enabled_on_current_device() and, when cluster_x > 0, clusters of cluster_x blocks along x.

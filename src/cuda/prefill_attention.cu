@@ -252,6 +252,8 @@ Status launch_hd(const PrefillAttentionArgs& a, cudaStream_t stream) {
 
 }  // namespace
 
+PHOTON_PRELOAD_UNIT(prefill_attention, prefill_attention_kernel<64>)
+
 Status launch_prefill_attention(const PrefillAttentionArgs& a, cudaStream_t stream) {
   if (a.num_kv_heads <= 0 || a.num_q_heads <= 0 || a.num_q_heads % a.num_kv_heads != 0)
     return bad_launch("prefill_attention", "nq must be a positive multiple of nkv");

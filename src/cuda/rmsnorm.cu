@@ -106,6 +106,7 @@ cudaError_t launch_any(const RmsNormArgs& a, cudaStream_t stream) {
 }  // namespace
 
 PHOTON_STEP_TRACE_UNIT(rmsnorm)
+PHOTON_PRELOAD_UNIT(rmsnorm, rmsnorm_regs_kernel<1, bf16>)
 
 Status launch_rmsnorm(const RmsNormArgs& a, cudaStream_t stream) {
   if (a.rows < 0 || a.hidden <= 0) return bad_launch("rmsnorm", "needs rows >= 0 and H > 0");

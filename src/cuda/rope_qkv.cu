@@ -77,6 +77,7 @@ __global__ void __launch_bounds__(kWarps * 32) rope_qkv_kernel(RopeQkvArgs a) {
 }  // namespace
 
 PHOTON_STEP_TRACE_UNIT(rope_qkv)
+PHOTON_PRELOAD_UNIT(rope_qkv, rope_qkv_kernel<bf16>)
 
 Status launch_rope_qkv(const RopeQkvArgs& a, cudaStream_t stream) {
   if (a.head_dim <= 0 || a.head_dim % 2 != 0 || a.head_dim > 2 * 32 * kMaxPairsPerLane)

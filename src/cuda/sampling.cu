@@ -590,6 +590,8 @@ Status launch_cluster(const SampleArgs& a, int cluster, cudaStream_t stream) {
 
 }  // namespace
 
+PHOTON_PRELOAD_UNIT(sampling, sample_block_kernel)
+
 Status launch_sample(const SampleArgs& a, int32_t compute_major, int32_t num_sms, cudaStream_t stream) {
   if (a.num_rows < 0 || a.vocab <= 0 || a.max_logprobs < 0) return bad_launch("sample", "bad R, V or max_logprobs");
   if (a.params == nullptr && a.num_rows > kSampleInlineRows)

@@ -225,6 +225,7 @@ __global__ void __launch_bounds__(kThreads, 4) sample_one_pass_kernel(SampleArgs
 }  // namespace
 
 PHOTON_STEP_TRACE_UNIT(sampling_gumbel)
+PHOTON_PRELOAD_UNIT(sampling_gumbel, sample_one_pass_kernel<1, true>)
 
 int32_t one_pass_slices(int32_t num_rows, int32_t vocab, int32_t num_sms, int32_t* quads_per_thread) {
   // About one wave of 4 blocks per SM, at least one quad per thread: slices = min(quads per row /

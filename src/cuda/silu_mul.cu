@@ -38,6 +38,7 @@ __global__ void __launch_bounds__(kThreads) silu_mul_kernel(SiluMulArgs a) {
 }  // namespace
 
 PHOTON_STEP_TRACE_UNIT(silu_mul)
+PHOTON_PRELOAD_UNIT(silu_mul, silu_mul_kernel<8>)
 
 Status launch_silu_mul(const SiluMulArgs& a, cudaStream_t stream) {
   if (a.num_tokens < 0 || a.inter <= 0) return bad_launch("silu_mul", "needs T >= 0 and I > 0");

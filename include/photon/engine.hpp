@@ -122,7 +122,8 @@ struct Completion {
 
 struct EngineOptions {
   std::string model_dir{};           // a Hugging Face folder: config.json + *.safetensors
-  std::string backend = "auto";    // "cpu", "cuda", or "auto" (CUDA when built with it and a GPU is found)
+  std::string backend = "auto";    // "cpu", "cuda", or "auto" (CUDA when built with it, a GPU is found and
+                                   // its attention serves the model's head_dim; the CPU otherwise)
   int32_t device = 0;              // CUDA device ordinal
   int32_t threads = 0;             // CPU backend compute threads, the calling one included; 0 => all cores
   // KV cache size: at most one of the three. None => 90% of free GPU memory

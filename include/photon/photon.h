@@ -284,7 +284,7 @@ PHOTON_API photon_status photon_tokenizer_render_chat(char* out_text, size_t cap
 /* --------------------------------------------------------------- engine */
 
 typedef enum photon_backend {
-  PHOTON_BACKEND_AUTO = 0, /* CUDA when built with it and a GPU is found, else CPU */
+  PHOTON_BACKEND_AUTO = 0, /* CUDA when built with it, a GPU is found and it serves the model's head_dim, else CPU */
   PHOTON_BACKEND_CPU = 1,
   PHOTON_BACKEND_CUDA = 2
 } photon_backend;

@@ -55,12 +55,16 @@ Result<std::unique_ptr<Backend>> make_cuda(const EngineOptions& o) {
 #endif
 }
 
+// "auto": a GPU when there is one and its backend serves the model's attention (a folder whose
+// config does not load is left to Model::load to report); the CPU otherwise.
 Result<std::unique_ptr<Backend>> make_backend(const EngineOptions& o) {
   if (o.backend == "cpu") return make_cpu(o);
   if (o.backend == "cuda") return make_cuda(o);
-  auto cuda = make_cuda(o);  // "auto": a GPU when there is one
-  if (cuda) return cuda;
-  return make_cpu(o);
+  auto cuda = make_cuda(o);
+  if (!cuda) return make_cpu(o);
+  const Result<ModelConfig> config = ModelConfig::load(o.model_dir);
+  if (config && !(*cuda)->check_head_dim(config->head_dim)) return make_cpu(o);
+  return cuda;
 }
 
 // The folder's tokenizer, or null when it has no tokenizer file. A tokenizer

@@ -126,6 +126,13 @@ class Backend {
   // default, and loading a model with int8 weights on it fails with
   // unsupported (ModelLoadOptions::int8_weights).
   virtual bool supports_int8_weights() const noexcept { return false; }
+  // Whether this backend's attention serves heads of head_dim elements: unsupported, saying which
+  // it serves, otherwise. Model::load and Model::create_random ask before any weight is placed, and
+  // Engine::open's "auto" backend choice asks before it picks a GPU. Default: any.
+  virtual Result<void> check_head_dim(int32_t head_dim) const {
+    (void)head_dim;
+    return {};
+  }
 
   // ---- memory -------------------------------------------------------------
   virtual Result<Buffer> allocate(size_t bytes) = 0;

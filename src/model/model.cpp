@@ -27,6 +27,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, Backend& back
     return fail(Errc::file_not_found, fmt::format("{}: no such model folder", dir));
   PHOTON_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::load(dir));
   PHOTON_ASSIGN_OR_RETURN(const Architecture* arch, architecture_of(config));
+  PHOTON_TRY(backend.check_head_dim(config.head_dim));
   PHOTON_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(dir));
   CheckpointSource source(std::move(checkpoint), dir);
   return arch->factory(config, source, backend, options);
@@ -36,6 +37,7 @@ Result<std::unique_ptr<Model>> Model::create_random(const ModelConfig& config, B
                                                     const ModelLoadOptions& options) {
   PHOTON_TRY(config.validate());
   PHOTON_ASSIGN_OR_RETURN(const Architecture* arch, architecture_of(config));
+  PHOTON_TRY(backend.check_head_dim(config.head_dim));
   RandomSource source(config, seed);
   return arch->factory(config, source, backend, options);
 }

@@ -99,7 +99,7 @@ struct CudaBackendOptions {
   int32_t attention_single_pass_heads = -1;
   int32_t attention_single_pass_max_seqs = 16;
   // Load photon's kernel modules when the backend starts (kernel_preload.hpp) instead of when a
-  // step first launches one of their kernels (CUDA's lazy loading): no mid-run stall (~80 ms the
+  // step first launches one of their kernels (CUDA's lazy loading): no mid-run stall (50-80 ms the
   // first time a single stream passed 512 keys), for 50-100 ms more at start on the H200 (all of
   // CUDA_MODULE_LOADING=EAGER, cuBLASLt's kernels included, costs ~1.3 s; docs/performance.md,
   // row 72). PHOTON_CUDA_PRELOAD=0 / 1 overrides it.

@@ -54,11 +54,12 @@ bool pdl_enabled_on_current_device() noexcept;
 // defines preload_unit_gemv(), which kernel_preload.cpp calls when a backend starts. Touching a
 // kernel (cudaFuncGetAttributes) makes CUDA's lazy loading (the default since CUDA 12.2) load the
 // file's module then, not inside the first step that launches one of its kernels: loading
-// decode_attention.cu's module mid-run stalled a decode step by 50-80 ms (docs/performance.md, row 72).
-#define PHOTON_PRELOAD_UNIT(name, ...)          \
-  cudaError_t preload_unit_##name() {           \
-    cudaFuncAttributes attr;                    \
-    return cudaFuncGetAttributes(&attr, __VA_ARGS__); \
+// decode_attention.cu's module mid-run stalled a decode step by 50-80 ms (docs/performance.md,
+// row 72). src/cuda/CMakeLists.txt checks that every kernel file has one.
+#define PHOTON_PRELOAD_UNIT(name, ...)                  \
+  cudaError_t preload_unit_##name() {                   \
+    cudaFuncAttributes attr;                            \
+    return cudaFuncGetAttributes(&attr, __VA_ARGS__);   \
   }
 
 namespace detail {

@@ -117,7 +117,7 @@ class CudaBackend final : public Backend {
   // ---- memory ---------------------------------------------------------------
   // The attention kernels (decode, prefill) serve head_dim 16, 32, 64, 128 and 256.
   Result<void> check_head_dim(int32_t head_dim) const override {
-    if (head_dim == 16 || head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256) return {};
+    if (cuda::attention_serves_head_dim(head_dim)) return {};
     return fail(Errc::unsupported, "the CUDA backend's attention serves head_dim 16, 32, 64, 128 or 256; this model's "
                                    "is " + std::to_string(head_dim) + " (the CPU backend serves it)");
   }

@@ -85,6 +85,12 @@ struct DecodeAttentionArgs {
   float eps = 1e-6f;                       // q/k norm epsilon
 };
 
+// The head sizes both attention kernels dispatch (this file's and prefill_attention.cuh's): what
+// CudaBackend::check_head_dim accepts.
+constexpr bool attention_serves_head_dim(int32_t head_dim) {
+  return head_dim == 16 || head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256;
+}
+
 // Splits that give the GPU enough blocks for S sequences. Depends only on the
 // batch shape (never on context lengths), so a captured graph stays valid as
 // contexts grow: each block derives its share of the context on the device.

@@ -2,7 +2,7 @@
 // Under CUDA's lazy loading (the default since CUDA 12.2) a module is otherwise loaded by the first
 // launch of one of its kernels, inside whichever step first needs it: a single-stream decode that
 // first passed 512 keys of context stalled 50-80 ms there (docs/performance.md, row 72). Call with
-// the backend's device current; calling again costs ~10 us per file (nothing is loaded twice).
+// the backend's device current; calling again loads nothing twice.
 // Thread-safety: as any CUDA runtime call.
 #pragma once
 

@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <span>
@@ -794,6 +795,10 @@ class CudaBackend final : public Backend {
     g.early_weights = gemv_early(g.N, g.K);
     g.early_half_ks = options_.gemv_early_half_ks;
     g.early_chunks = options_.gemv_early_chunks;
+    g.unroll = g.mode == cuda::GemvMode::add    ? options_.gemv_unroll_add
+               : g.mode == cuda::GemvMode::silu ? options_.gemv_unroll_silu
+               : g.rope.q_out != nullptr        ? options_.gemv_unroll_rope
+                                                : options_.gemv_unroll_plain;
     g.stage_x = options_.gemv_stage_x && int64_t(g.K) * 2 <= cuda::kGemvMaxStagedBytes;
   }
 
@@ -1061,6 +1066,9 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
     return fail(Errc::invalid_argument, "CudaBackendOptions::attention_single_pass_max_seqs must be >= 0");
   if (options.gemv_early_chunks < 1 || options.gemv_early_chunks > 8)
     return fail(Errc::invalid_argument, "CudaBackendOptions::gemv_early_chunks must be 1 to 8");
+  for (int32_t u : {options.gemv_unroll_add, options.gemv_unroll_silu, options.gemv_unroll_rope, options.gemv_unroll_plain})
+    if (u != 2 && u != 4 && u != 8)
+      return fail(Errc::invalid_argument, "CudaBackendOptions::gemv_unroll_* must be 2, 4 or 8");
   if (options.persistent_max_in_flight < 0)
     return fail(Errc::invalid_argument, "CudaBackendOptions::persistent_max_in_flight must be >= 0");
   PHOTON_CUDA_TRY(cudaSetDevice(options.device));
@@ -1088,6 +1096,11 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   override_from_env("PHOTON_CUDA_GEMV_EARLY_HALF_KS", opts.gemv_early_half_ks);
   if (const char* e = std::getenv("PHOTON_CUDA_GEMV_EARLY_CHUNKS"); e != nullptr && e[0] >= '1' && e[0] <= '8' && e[1] == '\0')
     opts.gemv_early_chunks = e[0] - '0';
+  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_UNROLL"); e != nullptr && std::strlen(e) == 4) {
+    int32_t* u[4] = {&opts.gemv_unroll_add, &opts.gemv_unroll_silu, &opts.gemv_unroll_rope, &opts.gemv_unroll_plain};
+    for (int i = 0; i < 4; ++i)
+      if (e[i] == '2' || e[i] == '4' || e[i] == '8') *u[i] = e[i] - '0';
+  }
   if (const char* e = std::getenv("PHOTON_CUDA_ROPE_IN_ATTENTION"); e != nullptr && (e[0] == '0' || e[0] == '1'))
     opts.rope_in_decode_attention =
         e[0] == '1' ? CudaBackendOptions::RopeInAttention::always : CudaBackendOptions::RopeInAttention::never;

@@ -8,7 +8,9 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kUnroll = 8;  // 16-byte weight loads in flight per lane
+// 16-byte weight loads per lane per round, at most (a round's loads are all in flight before the
+// lane consumes them). Early staged launches take GemvArgs::unroll (2, 4 or 8) instead: see U.
+constexpr int kUnroll = 8;
 
 // Where the loop reads x from: global memory (L1), or rows staged in shared memory by the block
 // right after pdl_wait(): x itself (GemvArgs::stage_x), or x * norm_w with x's sums of squares
@@ -21,7 +23,13 @@ enum class XRows { global, staged, normed };
 // memory. KS > 1 when N alone gives too few warps to keep DRAM busy.
 // silu: a column's warps stream its gate row, then its up row (2K weights per
 // column), and finish the output in registers.
-// EARLY: each lane's first round of weight loads (kUnroll chunks of its
+// U: the loads of one round per lane (kUnroll, or GemvArgs::unroll for the early staged
+// launches). Rounds of 4 put half as many bytes in flight over the grid as rounds of 8 (~8.6 MB
+// at 4 blocks per SM), still above what the H200's bandwidth needs, and measured 1.5-2% faster per
+// Llama-3.2-1B token (docs/performance.md, row 78; not traced: the likely cause is that dependent
+// reads, x and the kernel before's release, queue behind fewer requests). Registers are the same
+// (64) and the summation order is the same for every U.
+// EARLY: each lane's first round of weight loads (U chunks of its
 // column's first row) is issued before pdl_wait() into the registers the loop
 // uses anyway; otherwise everything is read after pdl_wait(). Earlier attempts
 // at starting the weight stream early measured slower through extra registers
@@ -74,7 +82,7 @@ __device__ __forceinline__ void rope_store(const GemvRope& r, int p, float x1, f
   dst[j + half] = to_bf16(x2 * c + x1 * s);
 }
 
-template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR, bool ROPE = false>
+template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR, bool ROPE = false, int U = kUnroll>
 __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
   constexpr bool NORM = XR == XRows::normed;
   constexpr bool kStaged = XR != XRows::global;
@@ -98,18 +106,18 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
 
   // EARLY: the lane's first full round of row 0 (the gate row in silu mode), loaded before
   // pdl_wait() and in flight across it.
-  const bool early = EARLY && active && c0 + kStep * (kUnroll - 1) < chunks;
-  uint4 first[kUnroll];
+  const bool early = EARLY && active && c0 + kStep * (U - 1) < chunks;
+  uint4 first[U];
   if (early) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
+    for (int u = 0; u < U; ++u)
       if (u < a.early_chunks) first[u] = __ldcs(w + c0 + kStep * u);
   }
   pdl_wait();
   pdl_launch_dependents();
   if (early) {  // the rest of the round (GemvArgs::early_chunks)
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
+    for (int u = 0; u < U; ++u)
       if (u >= a.early_chunks) first[u] = __ldcs(w + c0 + kStep * u);
   }
 
@@ -172,22 +180,22 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
       if constexpr (EARLY) {
         bool loaded = r == 0 && early;  // this round's weights are in `first` already
 #pragma unroll 1
-        for (; c + kStep * (kUnroll - 1) < chunks; c += kStep * kUnroll) {
+        for (; c + kStep * (U - 1) < chunks; c += kStep * U) {
           if (!loaded) {
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u) first[u] = __ldcs(wr + c + kStep * u);
+            for (int u = 0; u < U; ++u) first[u] = __ldcs(wr + c + kStep * u);
           }
           loaded = false;
 #pragma unroll
-          for (int u = 0; u < kUnroll; ++u) accumulate(first[u], c + kStep * u);
+          for (int u = 0; u < U; ++u) accumulate(first[u], c + kStep * u);
         }
       } else {
-        for (; c + kStep * (kUnroll - 1) < chunks; c += kStep * kUnroll) {
-          uint4 wv[kUnroll];
+        for (; c + kStep * (U - 1) < chunks; c += kStep * U) {
+          uint4 wv[U];
 #pragma unroll
-          for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + c + kStep * u);
+          for (int u = 0; u < U; ++u) wv[u] = __ldcs(wr + c + kStep * u);
 #pragma unroll
-          for (int u = 0; u < kUnroll; ++u) accumulate(wv[u], c + kStep * u);
+          for (int u = 0; u < U; ++u) accumulate(wv[u], c + kStep * u);
         }
       }
 #pragma unroll 4
@@ -253,16 +261,16 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemv, unsigned(MODE) | (EARLY ? 4u : 0u), a.N, a.K));
   gemv_body<M, KS, Out, MODE, EARLY, XRows::global>(a);
 }
-template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR, bool ROPE = false>
+template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR, bool ROPE = false, int U = kUnroll>
 __global__ void __launch_bounds__(kThreads, 4) gemv_staged_kernel(GemvArgs a) {
   const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemv, unsigned(MODE) | (EARLY ? 4u : 0u) | (unsigned(XR) << 3) | (ROPE ? 32u : 0u), a.N, a.K));
-  gemv_body<M, KS, Out, MODE, EARLY, XR, ROPE>(a);
+  gemv_body<M, KS, Out, MODE, EARLY, XR, ROPE, U>(a);
 }
 
 using GemvKernel = void (*)(GemvArgs);
 
 // The kernel of a launch: plain (bf16 or f32 out), add or silu mode, or the RoPE epilogue.
-template <int M, int KS, bool EARLY, XRows XR>
+template <int M, int KS, bool EARLY, XRows XR, int U = kUnroll>
 GemvKernel pick_kernel(const GemvArgs& a) {
   if constexpr (XR == XRows::global) {
     switch (a.mode) {
@@ -274,24 +282,34 @@ GemvKernel pick_kernel(const GemvArgs& a) {
                      : gemv_kernel<M, KS, bf16, GemvMode::plain, EARLY>;
   } else {
     if (a.rope.q_out != nullptr) {  // gemv_applies: plain mode, bf16 out, a norm
-      if constexpr (XR == XRows::normed && KS <= 4) return gemv_staged_kernel<M, KS, bf16, GemvMode::plain, EARLY, XR, true>;
+      if constexpr (XR == XRows::normed && KS <= 4) return gemv_staged_kernel<M, KS, bf16, GemvMode::plain, EARLY, XR, true, U>;
       else return nullptr;
     }
     switch (a.mode) {
       case GemvMode::add:
         if constexpr (XR == XRows::normed) return nullptr;  // gemv_applies refuses it
-        else return gemv_staged_kernel<M, KS, bf16, GemvMode::add, EARLY, XR>;
-      case GemvMode::silu: return gemv_staged_kernel<M, KS, bf16, GemvMode::silu, EARLY, XR>;
+        else return gemv_staged_kernel<M, KS, bf16, GemvMode::add, EARLY, XR, false, U>;
+      case GemvMode::silu: return gemv_staged_kernel<M, KS, bf16, GemvMode::silu, EARLY, XR, false, U>;
       case GemvMode::plain: break;
     }
-    return a.out_f32 ? gemv_staged_kernel<M, KS, float, GemvMode::plain, EARLY, XR>
-                     : gemv_staged_kernel<M, KS, bf16, GemvMode::plain, EARLY, XR>;
+    return a.out_f32 ? gemv_staged_kernel<M, KS, float, GemvMode::plain, EARLY, XR, false, U>
+                     : gemv_staged_kernel<M, KS, bf16, GemvMode::plain, EARLY, XR, false, U>;
   }
 }
 
 template <int M, int KS, bool EARLY, XRows XR>
 cudaError_t launch_mkex(const GemvArgs& a, cudaStream_t stream) {
-  const GemvKernel kernel = pick_kernel<M, KS, EARLY, XR>(a);
+  // Early staged products: U = GemvArgs::unroll loads per lane per round (2, 4 or 8).
+  GemvKernel kernel = nullptr;
+  if constexpr (EARLY && XR != XRows::global) {
+    switch (a.unroll) {
+      case 2: kernel = pick_kernel<M, KS, EARLY, XR, 2>(a); break;
+      case 4: kernel = pick_kernel<M, KS, EARLY, XR, 4>(a); break;
+      default: kernel = pick_kernel<M, KS, EARLY, XR>(a); break;
+    }
+  } else {
+    kernel = pick_kernel<M, KS, EARLY, XR>(a);
+  }
   if (kernel == nullptr) return cudaErrorInvalidValue;
   // Staged rows fit the default 48 KiB of shared memory (gemv_applies bounds them).
   static_assert(kGemvMaxStagedBytes <= 46 * 1024);
@@ -342,6 +360,7 @@ bool gemv_applies(const GemvArgs& a) {
     return false;
   if ((a.norm_w != nullptr || a.stage_x) && int64_t(a.M) * a.K * 2 > kGemvMaxStagedBytes) return false;
   if (a.early_chunks < 1 || a.early_chunks > kUnroll) return false;
+  if (a.unroll != 2 && a.unroll != 4 && a.unroll != kUnroll) return false;
   const bool norm_ok = a.norm_w == nullptr || is_aligned(a.norm_w, 16);
   if (a.rope.q_out != nullptr) {
     const GemvRope& r = a.rope;

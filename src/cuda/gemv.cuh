@@ -4,7 +4,7 @@
 // measured slower than cuBLASLt, a 4-sequence decode step 1.50 ms against
 // 1.33 ms for 16 sequences through cuBLASLt). One warp
 // (or, for small N, up to eight warps splitting K) per output column n
-// streams w's row n once (16-byte loads, eight in flight per lane,
+// streams w's row n once (16-byte loads, rounds of 4 or 8 in flight per lane,
 // evict-first) and dots it with every x row (read through L1 by each warp, or
 // staged in shared memory by each block: stage_x and the norm).
 // Bandwidth model: reads N*K*2 bytes of weights (+ M*K*2 of x per block from
@@ -92,6 +92,10 @@ struct GemvArgs {
   // (x, after the wait) and ahead of the kernel before's release; 8: the whole round. A measurement
   // setting (CudaBackendOptions::gemv_early_chunks, 1-8).
   int32_t early_chunks = 8;
+  // With early weights and x staged (stage_x or a norm): a lane's weight loads per round, 2, 4 or 8
+  // (fewer bytes in flight over the grid, so a dependent read queues behind less; a measurement
+  // setting, CudaBackendOptions::gemv_unroll). Other launches use 8.
+  int32_t unroll = 8;
   // Norm: x is normed first (see above); plain and silu modes.
   const __nv_bfloat16* norm_w = nullptr;  // [K]; nullptr: no norm
   float eps = 0.f;

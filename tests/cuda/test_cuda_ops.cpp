@@ -122,13 +122,19 @@ TEST_CASE("cuda matmul (GEMV and cuBLASLt) matches the CPU, bf16 and f32 outputs
   // The GEMV's first round of weights before pdl_wait() (1: the whole round of 8 loads), also with
   // K split over half the warps (2: the default 4 loads of the round early, 3: one); x staged in
   // shared memory or read through L1.
-  const int early = GENERATE(0, 1, 2, 3);
+  // 4: rounds of 4 loads per lane, 5: of 2 (GemvArgs::unroll), with the default early loads.
+  const int early = GENERATE(0, 1, 2, 3, 4, 5);
   const bool stage_x = GENERATE(false, true);
   CAPTURE(early, stage_x);
   using E = CudaBackendOptions::GemvEarly;
+  const int32_t unroll = early == 4 ? 4 : early == 5 ? 2 : 8;
   auto gpu = cuda_backend(CudaBackendOptions{.gemv_early_weights = early > 0 ? E::all : E::none,
                                              .gemv_early_half_ks = early >= 2,
                                              .gemv_early_chunks = early == 1 ? 8 : early == 3 ? 1 : 4,
+                                             .gemv_unroll_add = unroll,
+                                             .gemv_unroll_silu = unroll,
+                                             .gemv_unroll_rope = unroll,
+                                             .gemv_unroll_plain = unroll,
                                              .gemv_stage_x = stage_x});
   auto cpu = cpu_reference();
   std::mt19937 rng(15);
@@ -489,6 +495,11 @@ TEST_CASE("cuda backend: bad single-pass attention and GEMV options are invalid_
   CHECK(b.error().code == Errc::invalid_argument);
   for (int32_t chunks : {0, 9}) {
     auto c = make_cuda_backend(CudaBackendOptions{.gemv_early_chunks = chunks});
+    REQUIRE_FALSE(c.has_value());
+    CHECK(c.error().code == Errc::invalid_argument);
+  }
+  for (int32_t unroll : {0, 6, 16}) {
+    auto c = make_cuda_backend(CudaBackendOptions{.gemv_unroll_silu = unroll});
     REQUIRE_FALSE(c.has_value());
     CHECK(c.error().code == Errc::invalid_argument);
   }

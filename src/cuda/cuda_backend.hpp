@@ -66,7 +66,7 @@ struct CudaBackendOptions {
   // epilogue and the other plain ones (the LM head). Rounds of 4 halve the bytes in flight over the
   // grid (~8.6 MB at 4 blocks of 256 threads per SM, still above the ~3.5 MB that 4.2 TB/s needs at
   // an unloaded DRAM latency), so a dependent read likely queues behind less; at Llama-3.2-1B they
-  // measured 1.5-2% faster per token than 8 (most of it in the LM head), at Qwen3-8B 0.5-1.1%;
+  // measured 1.5-2% faster per token than 8 (most of it in the LM head), at Qwen3-8B 0.3-1.1%;
   // rounds of 2 measured 4-7% slower (docs/performance.md, row 78). The qkv products keep 8: all their weights
   // are one round, issued before the x read. PHOTON_CUDA_GEMV_UNROLL=<add><silu><rope><plain>
   // (digits, e.g. 8888) overrides them (measurements).

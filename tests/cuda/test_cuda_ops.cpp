@@ -485,24 +485,14 @@ TEST_CASE("cuda paged decode attention: the single-pass kernel for one sequence 
 
 // The single-pass attention and early-GEMV options are checked when the backend is made.
 TEST_CASE("cuda backend: bad single-pass attention and GEMV options are invalid_argument", "[cuda][attention]") {
-  for (int32_t heads : {-2, 3, 5}) {
-    auto b = make_cuda_backend(CudaBackendOptions{.attention_single_pass_heads = heads});
-    REQUIRE_FALSE(b.has_value());
-    CHECK(b.error().code == Errc::invalid_argument);
-  }
-  auto b = make_cuda_backend(CudaBackendOptions{.attention_single_pass_max_seqs = -1});
-  REQUIRE_FALSE(b.has_value());
-  CHECK(b.error().code == Errc::invalid_argument);
-  for (int32_t chunks : {0, 9}) {
-    auto c = make_cuda_backend(CudaBackendOptions{.gemv_early_chunks = chunks});
-    REQUIRE_FALSE(c.has_value());
-    CHECK(c.error().code == Errc::invalid_argument);
-  }
-  for (int32_t unroll : {0, 6, 16}) {
-    auto c = make_cuda_backend(CudaBackendOptions{.gemv_unroll_silu = unroll});
-    REQUIRE_FALSE(c.has_value());
-    CHECK(c.error().code == Errc::invalid_argument);
-  }
+  auto refused = [](const CudaBackendOptions& options) {
+    auto b = make_cuda_backend(options);
+    return !b.has_value() && b.error().code == Errc::invalid_argument;
+  };
+  for (int32_t heads : {-2, 3, 5}) CHECK(refused(CudaBackendOptions{.attention_single_pass_heads = heads}));
+  CHECK(refused(CudaBackendOptions{.attention_single_pass_max_seqs = -1}));
+  for (int32_t chunks : {0, 9}) CHECK(refused(CudaBackendOptions{.gemv_early_chunks = chunks}));
+  for (int32_t unroll : {0, 6, 16}) CHECK(refused(CudaBackendOptions{.gemv_unroll_silu = unroll}));
 }
 
 // attention_single_pass_max_seqs > 1: ragged batches of a few sequences in one single-pass launch

@@ -67,9 +67,10 @@ struct CudaBackendOptions {
   // grid (~8.6 MB at 4 blocks of 256 threads per SM, still above the ~3.5 MB that 4.2 TB/s needs at
   // an unloaded DRAM latency), so a dependent read likely queues behind less; at Llama-3.2-1B they
   // measured 1.5-2% faster per token than 8 (most of it in the LM head), at Qwen3-8B 0.3-1.1%;
-  // rounds of 2 measured 4-7% slower (docs/performance.md, row 78). The qkv products keep 8: all their weights
-  // are one round, issued before the x read. PHOTON_CUDA_GEMV_UNROLL=<add><silu><rope><plain>
-  // (digits, e.g. 8888) overrides them (measurements).
+  // rounds of 2 measured 4-7% slower (docs/performance.md, row 78). The qkv products keep 8: all
+  // their weights are one round, issued before the x read.
+  // PHOTON_CUDA_GEMV_UNROLL=<add><silu><rope><plain> (digits, e.g. 8888) overrides them
+  // (measurements).
   int32_t gemv_unroll_add = 4, gemv_unroll_silu = 4, gemv_unroll_rope = 8, gemv_unroll_plain = 4;
   // Which decode steps rotate q and the new K/V rows inside the decode attention kernel
   // (Backend::rope_attention: no rope_qkv kernel, q never stored) instead of rope_qkv + attention.

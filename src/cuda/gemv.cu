@@ -282,7 +282,8 @@ GemvKernel pick_kernel(const GemvArgs& a) {
                      : gemv_kernel<M, KS, bf16, GemvMode::plain, EARLY>;
   } else {
     if (a.rope.q_out != nullptr) {  // gemv_applies: plain mode, bf16 out, a norm
-      if constexpr (XR == XRows::normed && KS <= 4) return gemv_staged_kernel<M, KS, bf16, GemvMode::plain, EARLY, XR, true, U>;
+      if constexpr (XR == XRows::normed && KS <= 4)
+        return gemv_staged_kernel<M, KS, bf16, GemvMode::plain, EARLY, XR, true, U>;
       else return nullptr;
     }
     switch (a.mode) {

@@ -93,8 +93,8 @@ struct GemvArgs {
   // setting (CudaBackendOptions::gemv_early_chunks, 1-8).
   int32_t early_chunks = 8;
   // With early weights and x staged (stage_x or a norm): a lane's weight loads per round, 2, 4 or 8
-  // (fewer bytes in flight over the grid, so a dependent read queues behind less; a measurement
-  // setting, CudaBackendOptions::gemv_unroll). Other launches use 8.
+  // (fewer bytes in flight over the grid, so a dependent read likely queues behind less; set per
+  // product kind by CudaBackendOptions::gemv_unroll_*). Other launches use 8.
   int32_t unroll = 8;
   // Norm: x is normed first (see above); plain and silu modes.
   const __nv_bfloat16* norm_w = nullptr;  // [K]; nullptr: no norm

@@ -711,9 +711,11 @@ class CudaBackend final : public Backend {
   }
 
   // matmul with an i8 Weight (codes [N, K], f32 scales [N, ceil(K / group)]):
-  // the int8 GEMV for M <= kGemvInt8MaxRows, else the weight dequantized to
-  // bf16 into int8_workspace_ (grown to the largest layer seen, N * K * 2
-  // bytes, and kept) and the bf16 cuBLASLt product.
+  // gemv_int8_skinny for 2..16 rows; one row on the one-row GEMV with x staged
+  // (options_.int8_one_row_gemv, the shapes GemvArgs::w8 serves); the int8 GEMV
+  // for other M <= kGemvInt8MaxRows, else the weight dequantized to bf16 into
+  // int8_workspace_ (grown to the largest layer seen, N * K * 2 bytes, and
+  // kept) and the bf16 cuBLASLt product.
   Status matmul_int8(const char* op, Tensor out, Tensor x, const Weight& W, bool accumulate) {
     PHOTON_TRY(expect(op, "W", W.w, DType::i8));
     PHOTON_ASSIGN_OR_RETURN(const ProductShape ps, product_shape(op, out, x, W.w));
@@ -735,6 +737,12 @@ class CudaBackend final : public Backend {
     // keeps those (measurements).
     if (options_.skinny_decode_matmul && int8_skinny_enabled() && cuda::gemv_int8_skinny_applies(g))
       return cuda::launch_gemv_int8_skinny(g, num_sms_, stream_);
+    if (M == 1 && options_.int8_one_row_gemv) {
+      cuda::GemvArgs o{out.data, bf(x), nullptr, 1, int32_t(N), int32_t(K), out.dtype == DType::f32,
+                       accumulate ? cuda::GemvMode::add : cuda::GemvMode::plain};
+      set_gemv_policy(o);
+      if (set_int8_weights(o, W) && cuda::gemv_applies(o)) return cuda::launch_gemv(o, stream_);
+    }
     if (M <= cuda::kGemvInt8MaxRows) return cuda::launch_gemv_int8(g, stream_);
     const size_t bytes = size_t(N) * size_t(K) * sizeof(bf16_t);
     if (int8_workspace_.size() < bytes) {
@@ -767,7 +775,8 @@ class CudaBackend final : public Backend {
   // the caller runs the unfused pair, which reports any error.
   std::optional<cuda::GemvArgs> norm_gemv(Tensor out, Tensor x, Tensor norm_w, float eps, const Weight& W, Tensor h,
                                           Tensor scratch, bool silu) const {
-    if (!options_.gemv_norm || W.w.dtype != DType::bf16 || W.w.rank != 2 || W.w.data == nullptr ||
+    const bool i8 = W.w.dtype == DType::i8 && options_.int8_one_row_gemv;
+    if (!options_.gemv_norm || (W.w.dtype != DType::bf16 && !i8) || W.w.rank != 2 || W.w.data == nullptr ||
         x.dtype != DType::bf16 || norm_w.dtype != DType::bf16 || norm_w.data == nullptr || x.data == nullptr ||
         out.data == nullptr)
       return std::nullopt;
@@ -784,8 +793,24 @@ class CudaBackend final : public Backend {
     g.norm_w = static_cast<const bf16_t*>(norm_w.data);
     g.eps = eps;
     set_gemv_policy(g);
+    if (i8 && !set_int8_weights(g, W)) return std::nullopt;
     if (!cuda::gemv_applies(g)) return std::nullopt;
     return g;
+  }
+
+  // g's weights as W's group-wise int8 codes and scales (GemvArgs::w8) when W is a consistent
+  // int8 weight of g's shape ([N, K], SwiGLU [2N, K]); false otherwise.
+  static bool set_int8_weights(cuda::GemvArgs& g, const Weight& W) {
+    const int64_t rows = g.mode == cuda::GemvMode::silu ? 2 * int64_t(g.N) : int64_t(g.N);
+    if (W.w.dtype != DType::i8 || W.w.rank != 2 || W.w.dim(0) != rows || W.w.dim(1) != g.K || W.group_size <= 0 ||
+        W.scales.dtype != DType::f32 || W.scales.data == nullptr || W.scales.rank != 2 || W.scales.dim(0) != rows ||
+        W.scales.dim(1) != int8_group_count(g.K, W.group_size))
+      return false;
+    g.w = nullptr;
+    g.w8 = W.w.as<const int8_t>();
+    g.scales = W.scales.as<const float>();
+    g.group = W.group_size;
+    return true;
   }
 
   // The one-row GEMV's options for g's shape (g.N outputs, g.K inputs): early weights, their K
@@ -1111,6 +1136,7 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   override_from_env("PHOTON_CUDA_GEMV_STAGE_X", opts.gemv_stage_x);
   override_from_env("PHOTON_CUDA_GEMV_ROPE", opts.gemv_rope);
   override_from_env("PHOTON_CUDA_PRELOAD", opts.preload_kernels);
+  override_from_env("PHOTON_CUDA_INT8_GEMV", opts.int8_one_row_gemv);
   if (const char* e = std::getenv("PHOTON_CUDA_ATTN_ONE"); e != nullptr && (e[0] == '0' || e[0] == '1' || e[0] == '2' || e[0] == '4'))
     opts.attention_single_pass_heads = e[0] - '0';
   if (const char* e = std::getenv("PHOTON_CUDA_ATTN_ONE_MAX_SEQS"); e != nullptr && e[0] >= '0' && e[0] <= '9')

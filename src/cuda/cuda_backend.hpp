@@ -115,6 +115,12 @@ struct CudaBackendOptions {
   // CUDA_MODULE_LOADING=EAGER, cuBLASLt's kernels included, costs ~1.3 s; docs/performance.md,
   // row 72). PHOTON_CUDA_PRELOAD=0 / 1 overrides it.
   bool preload_kernels = true;
+  // One-row products of group-wise int8 weights (K % 16 == 0, power-of-two groups >= 16 dividing
+  // K) on the one-row GEMV (GemvArgs::w8: x staged, early weights, the norm, SwiGLU and RoPE
+  // epilogues inside, as for bf16) instead of the int8 GEMV with separate norm, RoPE and SwiGLU
+  // kernels: Llama-3.2-1B int8 (group 128) single stream 0.762 -> 0.698 ms/token
+  // (docs/performance.md, row 86). PHOTON_CUDA_INT8_GEMV=0 / 1 overrides it.
+  bool int8_one_row_gemv = true;
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,

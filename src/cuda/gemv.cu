@@ -82,7 +82,10 @@ __device__ __forceinline__ void rope_store(const GemvRope& r, int p, float x1, f
   dst[j + half] = to_bf16(x2 * c + x1 * s);
 }
 
-template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR, bool ROPE = false, int U = kUnroll>
+// I8: group-wise int8 weights (GemvArgs::w8): a chunk is 16 codes of one group, dotted with the
+// staged x chunks 2c and 2c + 1 and scaled by its group's scale.
+template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR, bool ROPE = false, int U = kUnroll,
+          bool I8 = false>
 __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
   constexpr bool NORM = XR == XRows::normed;
   constexpr bool kStaged = XR != XRows::global;
@@ -97,11 +100,18 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int col = warp / KS, slice = warp % KS;
   static_assert(!ROPE || (M == 1 && kCols % 2 == 0 && MODE == GemvMode::plain));
+  static_assert(!I8 || (kStaged && KS == 1));
   const int n = ROPE ? rope_column(a.rope.head_dim, blockIdx.x * (kCols / 2) + col / 2, col & 1)
                      : blockIdx.x * kCols + col;
   const bool active = n < a.N;
-  const int chunks = a.K / 8;
-  const uint4* w = reinterpret_cast<const uint4*>(a.w + int64_t(active ? n : 0) * a.K);
+  const int chunks = a.K / (I8 ? 16 : 8);  // 16-byte weight chunks per row
+  const int xchunks = a.K / 8;              // 16-byte chunks of an x row
+  const uint4* w = I8 ? reinterpret_cast<const uint4*>(a.w8) + int64_t(active ? n : 0) * chunks
+                      : reinterpret_cast<const uint4*>(a.w + int64_t(active ? n : 0) * a.K);
+  // I8: the row's scales (the up row's are N rows further), and chunk c's group c >> gshift.
+  const int groups = I8 ? a.K / a.group : 0;
+  const float* scale_row = I8 ? a.scales + int64_t(active ? n : 0) * groups : nullptr;
+  const int gshift = I8 ? __ffs(a.group / 16) - 1 : 0;
   const int c0 = slice * 32 + lane;
 
   // EARLY: the lane's first full round of row 0 (the gate row in silu mode), loaded before
@@ -135,8 +145,8 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
 #pragma unroll
     for (int m = 0; m < M; ++m) {
       float ss = 0.f;
-      for (int c = threadIdx.x; c < chunks; c += kThreads) {
-        const uint4 xv = __ldg(x + int64_t(m) * chunks + c), gv = __ldg(g + c);
+      for (int c = threadIdx.x; c < xchunks; c += kThreads) {
+        const uint4 xv = __ldg(x + int64_t(m) * xchunks + c), gv = __ldg(g + c);
         float xf[8];
         unpack_bf16x8(xv, xf);
 #pragma unroll
@@ -147,14 +157,14 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
         bf162* ph = reinterpret_cast<bf162*>(&p);
 #pragma unroll
         for (int k = 0; k < 4; ++k) ph[k] = __hmul2(xh[k], gh[k]);
-        staged[m * chunks + c] = p;
+        staged[m * xchunks + c] = p;
       }
       ss = warp_sum(ss);
       if (lane == 0) squares[warp][m] = ss;
     }
     __syncthreads();
   } else if constexpr (kStaged) {
-    for (int c = threadIdx.x; c < M * chunks; c += kThreads) staged[c] = __ldg(x + c);
+    for (int c = threadIdx.x; c < M * xchunks; c += kThreads) staged[c] = __ldg(x + c);
     __syncthreads();
   }
   step_trace_mark(0);  // x is staged (or, read through L1, about to be)
@@ -165,15 +175,37 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       const uint4* wr = w + int64_t(r) * a.N * chunks;  // silu: up row n is row N + n
+      const float* sr = I8 ? scale_row + int64_t(r) * a.N * groups : nullptr;
       auto accumulate = [&](const uint4& wv, int c) {
-        float wf[8];
-        unpack_bf16x8(wv, wf);
+        if constexpr (I8) {
+          float q[16];
+          codes4_to_f32(wv.x, q);
+          codes4_to_f32(wv.y, q + 4);
+          codes4_to_f32(wv.z, q + 8);
+          codes4_to_f32(wv.w, q + 12);
+          const float sc = __ldg(sr + (c >> gshift));
 #pragma unroll
-        for (int m = 0; m < M; ++m) {
-          float xf[8];
-          unpack_bf16x8(kStaged ? staged[m * chunks + c] : __ldg(x + int64_t(m) * chunks + c), xf);
+          for (int m = 0; m < M; ++m) {
+            float xf[8], xg[8];
+            unpack_bf16x8(staged[m * xchunks + 2 * c], xf);
+            unpack_bf16x8(staged[m * xchunks + 2 * c + 1], xg);
+            float d = 0.f;
 #pragma unroll
-          for (int e = 0; e < 8; ++e) acc[r * M + m] += wf[e] * xf[e];
+            for (int e = 0; e < 8; ++e) d += q[e] * xf[e];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) d += q[8 + e] * xg[e];
+            acc[r * M + m] += d * sc;
+          }
+        } else {
+          float wf[8];
+          unpack_bf16x8(wv, wf);
+#pragma unroll
+          for (int m = 0; m < M; ++m) {
+            float xf[8];
+            unpack_bf16x8(kStaged ? staged[m * xchunks + c] : __ldg(x + int64_t(m) * xchunks + c), xf);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[r * M + m] += wf[e] * xf[e];
+          }
         }
       };
       int c = c0;
@@ -261,18 +293,37 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemv, unsigned(MODE) | (EARLY ? 4u : 0u), a.N, a.K));
   gemv_body<M, KS, Out, MODE, EARLY, XRows::global>(a);
 }
-template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR, bool ROPE = false, int U = kUnroll>
+template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR, bool ROPE = false, int U = kUnroll,
+          bool I8 = false>
 __global__ void __launch_bounds__(kThreads, 4) gemv_staged_kernel(GemvArgs a) {
-  const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemv, unsigned(MODE) | (EARLY ? 4u : 0u) | (unsigned(XR) << 3) | (ROPE ? 32u : 0u), a.N, a.K));
-  gemv_body<M, KS, Out, MODE, EARLY, XR, ROPE, U>(a);
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemv, unsigned(MODE) | (EARLY ? 4u : 0u) | (unsigned(XR) << 3) | (ROPE ? 32u : 0u) | (I8 ? 64u : 0u), a.N, a.K));
+  gemv_body<M, KS, Out, MODE, EARLY, XR, ROPE, U, I8>(a);
 }
 
 using GemvKernel = void (*)(GemvArgs);
 
 // The kernel of a launch: plain (bf16 or f32 out), add or silu mode, or the RoPE epilogue.
-template <int M, int KS, bool EARLY, XRows XR, int U = kUnroll>
+template <int M, int KS, bool EARLY, XRows XR, int U = kUnroll, bool I8 = false>
 GemvKernel pick_kernel(const GemvArgs& a) {
-  if constexpr (XR == XRows::global) {
+  if constexpr (I8) {  // x staged, one warp per column, rounds of 4 (gemv_applies, launch_m)
+    if constexpr (XR == XRows::global || KS != 1 || U != 4) {
+      return nullptr;
+    } else {
+      if (a.rope.q_out != nullptr) {
+        if constexpr (XR == XRows::normed) return gemv_staged_kernel<M, 1, bf16, GemvMode::plain, EARLY, XR, true, 4, true>;
+        else return nullptr;
+      }
+      switch (a.mode) {
+        case GemvMode::add:
+          if constexpr (XR == XRows::normed) return nullptr;
+          else return gemv_staged_kernel<M, 1, bf16, GemvMode::add, EARLY, XR, false, 4, true>;
+        case GemvMode::silu: return gemv_staged_kernel<M, 1, bf16, GemvMode::silu, EARLY, XR, false, 4, true>;
+        case GemvMode::plain: break;
+      }
+      return a.out_f32 ? gemv_staged_kernel<M, 1, float, GemvMode::plain, EARLY, XR, false, 4, true>
+                       : gemv_staged_kernel<M, 1, bf16, GemvMode::plain, EARLY, XR, false, 4, true>;
+    }
+  } else if constexpr (XR == XRows::global) {
     switch (a.mode) {
       case GemvMode::add: return gemv_kernel<M, KS, bf16, GemvMode::add, EARLY>;
       case GemvMode::silu: return gemv_kernel<M, KS, bf16, GemvMode::silu, EARLY>;
@@ -302,7 +353,9 @@ template <int M, int KS, bool EARLY, XRows XR>
 cudaError_t launch_mkex(const GemvArgs& a, cudaStream_t stream) {
   // Early staged products: U = GemvArgs::unroll loads per lane per round (2, 4 or 8).
   GemvKernel kernel = nullptr;
-  if constexpr (EARLY && XR != XRows::global) {
+  if (a.w8 != nullptr) {  // int8 weights: the I8 instantiations only
+    if constexpr (KS == 1 && XR != XRows::global) kernel = pick_kernel<M, 1, EARLY, XR, 4, true>(a);
+  } else if constexpr (EARLY && XR != XRows::global) {
     switch (a.unroll) {
       case 2: kernel = pick_kernel<M, KS, EARLY, XR, 2>(a); break;
       case 4: kernel = pick_kernel<M, KS, EARLY, XR, 4>(a); break;
@@ -336,6 +389,7 @@ template <int M>
 cudaError_t launch_m(const GemvArgs& a, cudaStream_t stream) {
   // About 8192 warps in flight fill an H100/H200's DRAM pipe; split K until N * KS gets there.
   int ks = a.N >= 8192 || a.K < 2048 ? 1 : a.N >= 4096 ? 2 : a.N >= 2048 ? 4 : 8;
+  if (a.w8 != nullptr) ks = 1;  // int8: one warp per column (a K = 2048 row is one round of 4 per lane)
   if (a.early_weights && a.early_half_ks && ks > 1) ks /= 2;
   // Early weights load a lane's first full round only: split K no further than leaves each lane one
   // (Llama-3.2-1B's K = 2048 products: one warp per column).
@@ -362,6 +416,14 @@ bool gemv_applies(const GemvArgs& a) {
   if ((a.norm_w != nullptr || a.stage_x) && int64_t(a.M) * a.K * 2 > kGemvMaxStagedBytes) return false;
   if (a.early_chunks < 1 || a.early_chunks > kUnroll) return false;
   if (a.unroll != 2 && a.unroll != 4 && a.unroll != kUnroll) return false;
+  if (a.w8 != nullptr) {
+    const int32_t cpg = a.group / 16;
+    if (a.scales == nullptr || a.K % 16 != 0 || a.group < 16 || a.group % 16 != 0 || (cpg & (cpg - 1)) != 0 ||
+        a.K % a.group != 0 || !is_aligned(a.w8, 16) || (a.norm_w == nullptr && !a.stage_x) || a.w != nullptr)
+      return false;
+  } else if (a.scales != nullptr) {
+    return false;
+  }
   const bool norm_ok = a.norm_w == nullptr || is_aligned(a.norm_w, 16);
   if (a.rope.q_out != nullptr) {
     const GemvRope& r = a.rope;

@@ -104,6 +104,14 @@ struct GemvArgs {
   bool stage_x = false;
   // The RoPE epilogue (plain mode with a norm, bf16 out, N = (nq + 2 nkv) * hd, hd even).
   GemvRope rope{};
+  // Group-wise int8 weights (W8A16, gemv_int8.cuh's layout) in place of w: codes w8 [N, K] (silu:
+  // [2N, K]) and f32 scales [rows, K / group]; each 16-byte load is 16 codes of one group, dotted
+  // with two staged x chunks and scaled once. Needs x staged (stage_x or a norm), K % 16 == 0 and
+  // a power-of-two group >= 16 dividing K; one warp per column, rounds of 4 loads per lane.
+  // Reads N*K bytes of codes + N*K/group*4 of scales (about half the bf16 bytes at group 128).
+  const int8_t* w8 = nullptr;
+  const float* scales = nullptr;
+  int32_t group = 0;
 };
 
 // Whether the GEMV kernel serves this product (M <= kGemvMaxRows, K % 8 == 0, 16-byte aligned x and w;

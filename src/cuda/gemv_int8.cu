@@ -12,16 +12,6 @@ constexpr int kUnroll = 8;          // 16-byte code loads in flight per lane (fa
 constexpr int kAnyUnroll = 4;       // 1-byte code loads in flight per lane (general path)
 constexpr int kDequantThreads = 256;
 
-// Four int8 codes packed in a 32-bit word as exact floats: code ^ 0x80 is
-// code + 128 in [1, 255] (-128 never occurs), placed as the low mantissa byte
-// of 2^23 (0x4B000000) it reads as 2^23 + code + 128; subtracting
-// 2^23 + 128 leaves the code.
-__device__ __forceinline__ void codes4_to_f32(uint32_t word, float* f) {
-  const uint32_t biased = word ^ 0x80808080u;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) f[i] = __uint_as_float(__byte_perm(biased, 0x4B000000u, 0x7440u | unsigned(i))) - 8388736.f;
-}
-
 // The thread holding column n's sums writes its rows' results.
 template <int MAXM>
 __device__ __forceinline__ void store_column(const GemvInt8Args& a, int n, const float (&acc)[MAXM]) {

@@ -1,6 +1,8 @@
 // The CUDA backend's int8 matmul (W8A16 GEMV for M <= 8, dequantize + bf16
 // cuBLASLt above; with skinny_decode_matmul, 2..16 rows with K and group
-// multiples of 64 on the tensor-core gemv_int8_skinny) against the CPU
+// multiples of 64 on the tensor-core gemv_int8_skinny; with int8_one_row_gemv,
+// the default, one row with K % 16 == 0 and a power-of-two group dividing K on
+// the one-row GEMV with x staged, GemvArgs::w8) against the CPU
 // backend's int8 matmul on fresh random inputs: the same codes and scales
 // (quantized on the host, core/quantize.hpp) on both backends, bf16-rounded
 // x, poisoned outputs.
@@ -16,6 +18,7 @@
 //    output two such roundings (~1.6e-3 RMS): 6e-3.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -230,6 +233,85 @@ TEST_CASE("cuda int8 matmul_silu matches the CPU (product + silu_mul, or gemv_in
       const bool exact = exact_path(skinny, M, c);
       CHECK(rel_error(download(*gpu, gout.t), download(*cpu, cout.t)) <
             2 * (exact ? kBf16OutputTol : kDequantBf16Tol));
+    }
+  }
+}
+
+TEST_CASE("cuda int8 one-row GEMV (x staged, the norm and SwiGLU inside) matches the CPU int8 products", "[cuda]") {
+  // CudaBackendOptions::int8_one_row_gemv: one-row products of int8 weights whose K is a multiple
+  // of 16 and whose group is a power of two >= 16 dividing K run on the one-row GEMV with x staged
+  // (GemvArgs::w8); rmsnorm_matmul(_silu) fold the norm, so h is never written. Other shapes run
+  // the int8 GEMV (h holds the normed row). Tolerances as for bf16 weights (the dequantization is
+  // exact, each scale applied once per 16 codes): the pair's.
+  const bool early = GENERATE(false, true);
+  CAPTURE(early);
+  using E = CudaBackendOptions::GemvEarly;
+  auto gpu = cuda_backend(CudaBackendOptions{.gemv_early_weights = early ? E::all : E::none, .int8_one_row_gemv = true});
+  auto cpu = cpu_reference();
+  std::mt19937 rng(47);
+  const float eps = 1e-5f;
+  struct Shape {
+    int64_t N, K;
+    int32_t group;
+    bool silu;
+  };
+  for (Shape s : {Shape{3072, 2048, 128, false}, Shape{2048, 8192, 128, false}, Shape{1000, 4096, 32, false},
+                  Shape{517, 2048, 16, false}, Shape{32000, 2048, 128, false}, Shape{8192, 2048, 128, true},
+                  Shape{1000, 4096, 64, true}, Shape{301, 8192, 256, true}, Shape{100, 72, 48, false},
+                  Shape{1000, 2048, 48, true}}) {
+    const int64_t rows = s.silu ? 2 * s.N : s.N;
+    CAPTURE(s.N, s.K, s.group, s.silu);
+    const bool folded = s.K % 16 == 0 && s.K % s.group == 0 && s.group % 16 == 0 &&
+                        ((s.group / 16) & (s.group / 16 - 1)) == 0;
+    const HostInt8 h = random_int8(rng, rows, s.K, s.group);
+    const DeviceInt8 gw = upload_int8(*gpu, h);
+    const DeviceInt8 cw = upload_int8(*cpu, h);
+    const auto x = bf16_rounded(random_vec(rng, size_t(s.K), -2.f, 2.f));
+    const auto g = bf16_rounded(random_vec(rng, size_t(s.K), 0.5f, 1.5f));
+    DeviceTensor gx = upload(*gpu, x, DType::bf16, {1, s.K});
+    DeviceTensor gg = upload(*gpu, g, DType::bf16, {s.K});
+    DeviceTensor gh = poisoned(*gpu, DType::bf16, {1, s.K});
+    DeviceTensor gscratch = poisoned(*gpu, DType::bf16, {1, rows});
+    DeviceTensor cx = upload(*cpu, x, DType::f32, {1, s.K});
+    DeviceTensor cg = upload(*cpu, g, DType::f32, {s.K});
+    DeviceTensor ch = poisoned(*cpu, DType::f32, {1, s.K});
+    DeviceTensor cscratch = poisoned(*cpu, DType::f32, {1, rows});
+    DeviceTensor cout = poisoned(*cpu, DType::f32, {1, s.N});
+    if (s.silu) {
+      REQUIRE(cpu->rmsnorm_matmul_silu(cout.t, cx.t, cg.t, eps, cw.weight(), ch.t, cscratch.t).has_value());
+      DeviceTensor gout = poisoned(*gpu, DType::bf16, {1, s.N});
+      REQUIRE(gpu->rmsnorm_matmul_silu(gout.t, gx.t, gg.t, eps, gw.weight(), gh.t, gscratch.t).has_value());
+      CHECK(rel_error(download(*gpu, gout.t), download(*cpu, cout.t)) < 2 * kBf16OutputTol);
+    } else {
+      REQUIRE(cpu->rmsnorm_matmul(cout.t, cx.t, cg.t, eps, cw.weight(), ch.t).has_value());
+      const auto ref = download(*cpu, cout.t);
+      DeviceTensor g16 = poisoned(*gpu, DType::bf16, {1, s.N});
+      REQUIRE(gpu->rmsnorm_matmul(g16.t, gx.t, gg.t, eps, gw.weight(), gh.t).has_value());
+      CHECK(rel_error(download(*gpu, g16.t), ref) < 2 * kBf16OutputTol);
+      DeviceTensor g32 = poisoned(*gpu, DType::f32, {1, s.N});
+      REQUIRE(gpu->rmsnorm_matmul(g32.t, gx.t, gg.t, eps, gw.weight(), gh.t).has_value());
+      CHECK(rel_error(download(*gpu, g32.t), ref) < kBf16OutputTol);
+      // Without a norm: x staged, plain and add modes (matmul, matmul_add).
+      DeviceTensor cplain = poisoned(*cpu, DType::f32, {1, s.N});
+      REQUIRE(cpu->matmul(cplain.t, cx.t, cw.weight()).has_value());
+      DeviceTensor gplain = poisoned(*gpu, DType::f32, {1, s.N});
+      REQUIRE(gpu->matmul(gplain.t, gx.t, gw.weight()).has_value());
+      CHECK(rel_error(download(*gpu, gplain.t), download(*cpu, cplain.t)) < kF32MatmulTol);
+      const auto res = bf16_rounded(random_vec(rng, size_t(s.N), -2.f, 2.f));
+      DeviceTensor gres = upload(*gpu, res, DType::bf16, {1, s.N});
+      DeviceTensor cres = upload(*cpu, res, DType::f32, {1, s.N});
+      DeviceTensor gsum = poisoned(*gpu, DType::bf16, {1, s.N});
+      DeviceTensor csum = poisoned(*cpu, DType::f32, {1, s.N});
+      REQUIRE(gpu->matmul_add(gres.t, gx.t, gw.weight(), gsum.t).has_value());
+      REQUIRE(cpu->matmul_add(cres.t, cx.t, cw.weight(), csum.t).has_value());
+      CHECK(rel_error(download(*gpu, gres.t), download(*cpu, cres.t)) < kBf16OutputTol);
+    }
+    // Folded: h is never written. Otherwise the int8 GEMV after the norm kernel: h holds the normed row.
+    const auto hv = download(*gpu, gh.t);
+    if (folded) {
+      for (float v : hv) REQUIRE(std::isnan(v));
+    } else {
+      CHECK(rel_error(hv, download(*cpu, ch.t)) < kBf16OutputTol);
     }
   }
 }

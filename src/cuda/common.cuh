@@ -71,7 +71,6 @@ __device__ __forceinline__ void load_norm8(const void* w, bool f32, int off, flo
     load_x8(static_cast<const bf16*>(w) + off, out);
 }
 
-// silu(g) * u, as the silu_mul kernel and the GEMV's SwiGLU mode form it.
 // Four int8 codes packed in a 32-bit word as exact floats: code ^ 0x80 is
 // code + 128 in [1, 255] (-128 never occurs), placed as the low mantissa byte
 // of 2^23 (0x4B000000) it reads as 2^23 + code + 128; subtracting
@@ -82,6 +81,7 @@ __device__ __forceinline__ void codes4_to_f32(uint32_t word, float* f) {
   for (int i = 0; i < 4; ++i) f[i] = __uint_as_float(__byte_perm(biased, 0x4B000000u, 0x7440u | unsigned(i))) - 8388736.f;
 }
 
+// silu(g) * u, as the silu_mul kernel and the GEMV's SwiGLU mode form it.
 __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + __expf(-g)) * u; }
 
 // An L2 cache policy that evicts first (sm_80+): for weights, read once per step.

@@ -116,7 +116,7 @@ struct GemvArgs {
 
 // Whether the GEMV kernel serves this product (M <= kGemvMaxRows, K % 8 == 0, 16-byte aligned x and w;
 // add, silu: a bf16 out; norm: plain or silu mode, 16-byte aligned norm weights; norm or stage_x:
-// M*K <= 16384; rope: as above).
+// M*K <= 16384; rope: as above; w8: as above, with w null and x staged).
 bool gemv_applies(const GemvArgs& a);
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream);
 

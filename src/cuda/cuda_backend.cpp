@@ -257,9 +257,10 @@ class CudaBackend final : public Backend {
     }
     // int8 decode batches: gemv_int8_skinny's SwiGLU mode (the [M, 2I] product and silu_mul gone).
     if (W.w.dtype == DType::i8 && options_.skinny_decode_matmul && int8_skinny_enabled() && int8_skinny_silu() &&
-        I <= skinny_max_n() && W.w.data != nullptr && W.scales.dtype == DType::f32 && W.scales.data != nullptr &&
-        W.group_size > 0 && W.scales.rank == 2 && W.scales.dim(0) == 2 * I &&
-        W.scales.dim(1) == int8_group_count(K, W.group_size) && K < (int64_t(1) << 31)) {
+        (M >= 2 || options_.int8_skinny_one_row >= 2) && I <= skinny_max_n() && W.w.data != nullptr &&
+        W.scales.dtype == DType::f32 && W.scales.data != nullptr && W.group_size > 0 && W.scales.rank == 2 &&
+        W.scales.dim(0) == 2 * I && W.scales.dim(1) == int8_group_count(K, W.group_size) &&
+        K < (int64_t(1) << 31)) {
       cuda::GemvInt8Args g{out.data, bf(x), W.w.as<const int8_t>(), W.scales.as<const float>(), int32_t(M),
                            int32_t(I), int32_t(K), W.group_size, false, false, true};
       if (cuda::gemv_int8_skinny_applies(g)) return cuda::launch_gemv_int8_skinny(g, num_sms_, stream_);
@@ -734,8 +735,11 @@ class CudaBackend final : public Backend {
                                int32_t(N), int32_t(K), W.group_size, out.dtype == DType::f32, accumulate};
     // Decode batches (2..16 rows) on the tensor-core W8A16 kernel with skinny_decode_matmul, in place
     // of the int8 GEMV (2..8 rows) and of dequantize + cuBLASLt (9..16); PHOTON_CUDA_INT8_SKINNY=0
-    // keeps those (measurements).
-    if (options_.skinny_decode_matmul && int8_skinny_enabled() && cuda::gemv_int8_skinny_applies(g))
+    // keeps those (measurements). One row where options_.int8_skinny_one_row says so.
+    const bool one_row_skinny = options_.int8_skinny_one_row >= 2 ||
+                                (options_.int8_skinny_one_row == 1 && (N + 15) / 16 <= int64_t(num_sms_));
+    if (options_.skinny_decode_matmul && int8_skinny_enabled() && (M >= 2 || one_row_skinny) &&
+        cuda::gemv_int8_skinny_applies(g))
       return cuda::launch_gemv_int8_skinny(g, num_sms_, stream_);
     if (M == 1 && options_.int8_one_row_gemv) {
       cuda::GemvArgs o{out.data, bf(x), nullptr, 1, int32_t(N), int32_t(K), out.dtype == DType::f32,
@@ -775,7 +779,8 @@ class CudaBackend final : public Backend {
   // the caller runs the unfused pair, which reports any error.
   std::optional<cuda::GemvArgs> norm_gemv(Tensor out, Tensor x, Tensor norm_w, float eps, const Weight& W, Tensor h,
                                           Tensor scratch, bool silu) const {
-    const bool i8 = W.w.dtype == DType::i8 && options_.int8_one_row_gemv;
+    const bool i8 =
+        W.w.dtype == DType::i8 && options_.int8_one_row_gemv && !(silu && options_.int8_skinny_one_row >= 2);
     if (!options_.gemv_norm || (W.w.dtype != DType::bf16 && !i8) || W.w.rank != 2 || W.w.data == nullptr ||
         x.dtype != DType::bf16 || norm_w.dtype != DType::bf16 || norm_w.data == nullptr || x.data == nullptr ||
         out.data == nullptr)
@@ -1137,6 +1142,8 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   override_from_env("PHOTON_CUDA_GEMV_ROPE", opts.gemv_rope);
   override_from_env("PHOTON_CUDA_PRELOAD", opts.preload_kernels);
   override_from_env("PHOTON_CUDA_INT8_GEMV", opts.int8_one_row_gemv);
+  if (const char* e = std::getenv("PHOTON_CUDA_INT8_SKINNY_M1"); e != nullptr && e[0] >= '0' && e[0] <= '2' && e[1] == '\0')
+    opts.int8_skinny_one_row = e[0] - '0';
   if (const char* e = std::getenv("PHOTON_CUDA_ATTN_ONE"); e != nullptr && (e[0] == '0' || e[0] == '1' || e[0] == '2' || e[0] == '4'))
     opts.attention_single_pass_heads = e[0] - '0';
   if (const char* e = std::getenv("PHOTON_CUDA_ATTN_ONE_MAX_SEQS"); e != nullptr && e[0] >= '0' && e[0] <= '9')

@@ -121,6 +121,15 @@ struct CudaBackendOptions {
   // kernels: Llama-3.2-1B int8 (group 128) single stream 0.762 -> 0.698 ms/token
   // (docs/performance.md, row 86). PHOTON_CUDA_INT8_GEMV=0 / 1 overrides it.
   bool int8_one_row_gemv = true;
+  // One-row int8 products (K and group multiples of 64) on the tensor-core gemv_int8_skinny (its
+  // M = 1 fragments padded to 8 rows) instead of the one-row GEMV. 1: the plain and add products
+  // (o, down) whose N / 16 blocks fit one wave (N <= 16 x the SM count: Llama-3.2-1B, not the
+  // Qwen3-8B or Llama 3B/8B shapes); 2: every plain, add and SwiGLU product (gate/up then after a
+  // separate norm kernel); qkv stays on the GEMV (norm and RoPE inside). Measured (docs/
+  // performance.md, row 87): Llama-3.2-1B int8 single stream 0.687 -> 0.667 ms/token (1) and
+  // 0.658 (2); Qwen3-8B int8 2.885 -> 3.267 (2: its products take several waves), so 1 is the
+  // default. PHOTON_CUDA_INT8_SKINNY_M1=0 / 1 / 2 overrides it.
+  int32_t int8_skinny_one_row = 1;
 };
 
 // A Backend on options.device: bf16 activations and KV cache, bf16 weights,

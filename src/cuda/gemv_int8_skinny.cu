@@ -29,8 +29,12 @@ __global__ void __launch_bounds__(W * 32, 16 / W) gemv_int8_skinny_kernel(GemvIn
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = int(blockIdx.x) * 16;
-  const int N = a.N, K = a.K, M = a.M, group = a.group;
+  const int N = a.N, K = a.K, M = a.M, group = a.group;  // group % 64 == 0
   const int groups = (K + group - 1) / group;
+  // A chunk's group: a shift where group / 64 is a power of two (an integer division by a runtime
+  // value costs ~20 instructions per use).
+  const int per = group / 64, per_shift = __ffs(per) - 1;
+  const bool per_pow2 = (per & (per - 1)) == 0;
   const int r_lo = min(row0 + g, N - 1), r_hi = min(row0 + g + 8, N - 1);
   const int8_t* w_lo[kMats];
   const int8_t* w_hi[kMats];
@@ -51,12 +55,13 @@ __global__ void __launch_bounds__(W * 32, 16 / W) gemv_int8_skinny_kernel(GemvIn
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   auto load_w = [&](int u, int c) {  // codes and scales do not depend on earlier kernels
     const bool in = c < chunks;
+    const int gi = in ? (per_pow2 ? c >> per_shift : c / per) : 0;
 #pragma unroll
     for (int m = 0; m < kMats; ++m) {
       wa[u][m] = in ? __ldcs(reinterpret_cast<const uint4*>(w_lo[m] + 64 * c)) : zero;
       wb[u][m] = in ? __ldcs(reinterpret_cast<const uint4*>(w_hi[m] + 64 * c)) : zero;
-      sa[u][m] = in ? __ldg(s_lo[m] + (64 * c) / group) : 0.f;
-      sb[u][m] = in ? __ldg(s_hi[m] + (64 * c) / group) : 0.f;
+      sa[u][m] = in ? __ldg(s_lo[m] + gi) : 0.f;
+      sb[u][m] = in ? __ldg(s_hi[m] + gi) : 0.f;
     }
   };
 #pragma unroll
@@ -167,7 +172,7 @@ bool gemv_int8_skinny_applies(const GemvInt8Args& a) {
 Status launch_gemv_int8_skinny(const GemvInt8Args& a, int32_t num_sms, cudaStream_t stream) {
   if (!gemv_int8_skinny_applies(a))
     return bad_launch("gemv_int8_skinny",
-                      "needs 2 <= M <= 16, K and group multiples of 64, 16-byte aligned x and codes, bf16 out to "
+                      "needs 1 <= M <= 16, K and group multiples of 64, 16-byte aligned x and codes, bf16 out to "
                       "accumulate into, SwiGLU without accumulate and with a bf16 out");
   if (num_sms <= 0) return bad_launch("gemv_int8_skinny", "num_sms must be positive");
   const cudaError_t err = a.M <= 8 ? launch_nt<1, 4>(a, num_sms, stream) : launch_nt<2, 3>(a, num_sms, stream);

@@ -1,7 +1,7 @@
 // Group-wise int8 weights (W8A16) for decode batches on tensor cores, built
 // like gemv_skinny: out[M, N] (=, or += when accumulate) x[M, K] @ dequant(w)[N, K]^T
-// for 2 <= M <= 16 (GemvInt8Args, gemv_int8.cuh's layout: codes i8 [N, K],
-// scales f32 [N, ceil(K / group)]).
+// for 1 <= M <= 16 (GemvInt8Args, gemv_int8.cuh's layout: codes i8 [N, K], scales f32
+// [N, ceil(K / group)]); one row where CudaBackendOptions::int8_skinny_one_row asks.
 //
 // The default for these shapes with skinny_decode_matmul (docs/performance.md,
 // row 40): it replaces the int8 GEMV of 2..8-row products (too few bytes in
@@ -32,10 +32,11 @@
 
 namespace photon::cuda {
 
-constexpr int32_t kGemvInt8SkinnyMinRows = 2;
+// One row only where the backend asks for it (CudaBackendOptions::int8_skinny_one_row).
+constexpr int32_t kGemvInt8SkinnyMinRows = 1;
 constexpr int32_t kGemvInt8SkinnyMaxRows = 16;
 
-// Whether launch_gemv_int8_skinny serves this product: 2 <= M <= 16, K and group multiples of 64,
+// Whether launch_gemv_int8_skinny serves this product: 1 <= M <= 16, K and group multiples of 64,
 // 16-byte aligned codes and x, non-null pointers, bf16 out to accumulate into.
 bool gemv_int8_skinny_applies(const GemvInt8Args& a);
 // num_sms: the device's multiprocessor count (16 warps per block when the grid fits one wave, else 8).

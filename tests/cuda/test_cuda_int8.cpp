@@ -2,7 +2,8 @@
 // cuBLASLt above; with skinny_decode_matmul, 2..16 rows with K and group
 // multiples of 64 on the tensor-core gemv_int8_skinny; with int8_one_row_gemv,
 // the default, one row with K % 16 == 0 and a power-of-two group dividing K on
-// the one-row GEMV with x staged, GemvArgs::w8) against the CPU
+// the one-row GEMV with x staged, GemvArgs::w8; with int8_skinny_one_row, one
+// row of K and group multiples of 64 on gemv_int8_skinny) against the CPU
 // backend's int8 matmul on fresh random inputs: the same codes and scales
 // (quantized on the host, core/quantize.hpp) on both backends, bf16-rounded
 // x, poisoned outputs.
@@ -18,6 +19,7 @@
 //    output two such roundings (~1.6e-3 RMS): 6e-3.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -237,6 +239,81 @@ TEST_CASE("cuda int8 matmul_silu matches the CPU (product + silu_mul, or gemv_in
   }
 }
 
+TEST_CASE("cuda int8 one-row products on gemv_int8_skinny match the CPU", "[cuda]") {
+  // CudaBackendOptions::int8_skinny_one_row: one-row matmul and matmul_add of K and group multiples
+  // of 64 on the tensor-core kernel where N / 16 blocks fit one wave (1, the default), every such
+  // product and matmul_silu too (2). The dequantization is exact (code * scale in fp32, each scale
+  // applied once per 64 codes), so the tolerances are the exact paths' (kF32MatmulTol,
+  // kBf16OutputTol); x spans ordinary values, a wide spread of magnitudes (2^-30 to 2^12, with
+  // zeros), large (1e6) and tiny (1e-30) ones. Group 192 takes the group index by division.
+  const int32_t one_row = GENERATE(1, 2);
+  CAPTURE(one_row);
+  auto gpu = cuda_backend(CudaBackendOptions{.skinny_decode_matmul = true, .int8_skinny_one_row = one_row});
+  auto cpu = cpu_reference();
+  std::mt19937 rng(53);
+  enum class X { plain, spread, huge, tiny };
+  auto make_x = [&](int64_t K, X kind) {
+    std::vector<float> x = random_vec(rng, size_t(K));
+    std::uniform_real_distribution<float> e(-30.f, 12.f);
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (kind == X::spread) x[i] = i % 17 == 3 ? 0.f : std::copysign(std::exp2(e(rng)), x[i]);
+      if (kind == X::huge) x[i] *= 1e6f;
+      if (kind == X::tiny) x[i] *= 1e-30f;
+    }
+    return bf16_rounded(x);
+  };
+  for (const Case& c : {Case{3072, 2048, 128}, Case{2048, 8192, 64}, Case{4096, 12288, 128}, Case{517, 8192, 192},
+                        Case{40, 24640, 64}, Case{2 * 8192, 2048, 128}, Case{2 * 300, 1024, 64}, Case{2048, 2048, 320}}) {
+    const HostInt8 h = random_int8(rng, c.N, c.K, c.group);
+    const DeviceInt8 gw = upload_int8(*gpu, h);
+    const DeviceInt8 cw = upload_int8(*cpu, h);
+    for (X kind : {X::plain, X::spread, X::huge, X::tiny}) {
+      CAPTURE(c.N, c.K, c.group, int(kind));
+      const auto x = make_x(c.K, kind);
+      DeviceTensor gx = upload(*gpu, x, DType::bf16, {1, c.K});
+      DeviceTensor cx = upload(*cpu, x, DType::f32, {1, c.K});
+      DeviceTensor cout = poisoned(*cpu, DType::f32, {1, c.N});
+      REQUIRE(cpu->matmul(cout.t, cx.t, cw.weight()).has_value());
+      const auto ref = download(*cpu, cout.t);
+      DeviceTensor g32 = poisoned(*gpu, DType::f32, {1, c.N});
+      REQUIRE(gpu->matmul(g32.t, gx.t, gw.weight()).has_value());
+      CHECK(rel_error(download(*gpu, g32.t), ref) < kF32MatmulTol);
+      DeviceTensor g16 = poisoned(*gpu, DType::bf16, {1, c.N});
+      REQUIRE(gpu->matmul(g16.t, gx.t, gw.weight()).has_value());
+      CHECK(rel_error(download(*gpu, g16.t), ref) < kBf16OutputTol);
+      // add: a residual of the output's size, so the sum keeps the product's share.
+      double mag = 0;
+      for (float v : ref) mag = std::max(mag, double(std::fabs(v)));
+      const auto res = bf16_rounded(random_vec(rng, size_t(c.N), -float(mag), float(mag)));
+      DeviceTensor gres = upload(*gpu, res, DType::bf16, {1, c.N});
+      DeviceTensor cres = upload(*cpu, res, DType::f32, {1, c.N});
+      DeviceTensor gscratch = poisoned(*gpu, DType::bf16, {1, c.N});
+      DeviceTensor cscratch = poisoned(*cpu, DType::f32, {1, c.N});
+      REQUIRE(gpu->matmul_add(gres.t, gx.t, gw.weight(), gscratch.t).has_value());
+      REQUIRE(cpu->matmul_add(cres.t, cx.t, cw.weight(), cscratch.t).has_value());
+      CHECK(rel_error(download(*gpu, gres.t), download(*cpu, cres.t)) < kBf16OutputTol);
+      if (c.N % 2 == 0 && (kind == X::plain || kind == X::spread)) {  // silu(g) * u of 1e-30-scale x underflows
+        const int64_t I = c.N / 2;
+        DeviceTensor gout = poisoned(*gpu, DType::bf16, {1, I});
+        DeviceTensor gs2 = poisoned(*gpu, DType::bf16, {1, 2 * I});
+        DeviceTensor csout = poisoned(*cpu, DType::f32, {1, I});
+        DeviceTensor cs2 = poisoned(*cpu, DType::f32, {1, 2 * I});
+        REQUIRE(gpu->matmul_silu(gout.t, gx.t, gw.weight(), gs2.t).has_value());
+        REQUIRE(cpu->matmul_silu(csout.t, cx.t, cw.weight(), cs2.t).has_value());
+        CHECK(rel_error(download(*gpu, gout.t), download(*cpu, csout.t)) < 2 * kBf16OutputTol);
+      }
+    }
+  }
+  SECTION("all-zero x gives exact zeros") {
+    const HostInt8 h = random_int8(rng, 256, 2048, 128);
+    const DeviceInt8 gw = upload_int8(*gpu, h);
+    DeviceTensor gx = upload(*gpu, std::vector<float>(2048, 0.f), DType::bf16, {1, 2048});
+    DeviceTensor g32 = poisoned(*gpu, DType::f32, {1, 256});
+    REQUIRE(gpu->matmul(g32.t, gx.t, gw.weight()).has_value());
+    for (float v : download(*gpu, g32.t)) REQUIRE(v == 0.f);
+  }
+}
+
 TEST_CASE("cuda int8 one-row GEMV (x staged, the norm and SwiGLU inside) matches the CPU int8 products", "[cuda]") {
   // CudaBackendOptions::int8_one_row_gemv: one-row products of int8 weights whose K is a multiple
   // of 16 and whose group is a power of two >= 16 dividing K run on the one-row GEMV with x staged
@@ -246,7 +323,8 @@ TEST_CASE("cuda int8 one-row GEMV (x staged, the norm and SwiGLU inside) matches
   const bool early = GENERATE(false, true);
   CAPTURE(early);
   using E = CudaBackendOptions::GemvEarly;
-  auto gpu = cuda_backend(CudaBackendOptions{.gemv_early_weights = early ? E::all : E::none, .int8_one_row_gemv = true});
+  auto gpu = cuda_backend(CudaBackendOptions{
+      .gemv_early_weights = early ? E::all : E::none, .int8_one_row_gemv = true, .int8_skinny_one_row = 0});
   auto cpu = cpu_reference();
   std::mt19937 rng(47);
   const float eps = 1e-5f;

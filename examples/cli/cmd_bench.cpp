@@ -13,6 +13,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,11 @@ Setup open_model(const BenchArgs& a) {
   ModelLoadOptions load;
   load.int8_weights = a.int8;
   load.int8_group_size = a.int8_group;
+  std::unique_ptr<ThreadPool> load_pool;  // int8: quantize on every core, for the load only
+  if (a.int8) {
+    load_pool = unwrap(ThreadPool::create(int32_t(std::max(1u, std::thread::hardware_concurrency())) - 1));
+    load.pool = load_pool.get();
+  }
   if (a.random_weights) {
     if (a.config.empty()) fail("--random-weights needs --config FILE");
     std::ifstream f(a.config);

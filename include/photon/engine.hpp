@@ -125,7 +125,8 @@ struct EngineOptions {
   std::string backend = "auto";    // "cpu", "cuda", or "auto" (CUDA when built with it, a GPU is found and
                                    // its attention serves the model's head_dim; the CPU otherwise)
   int32_t device = 0;              // CUDA device ordinal
-  int32_t threads = 0;             // CPU backend compute threads, the calling one included; 0 => all cores
+  int32_t threads = 0;             // CPU backend compute threads, the calling one included; 0 => all cores.
+                                   // With weights "int8", also the threads that quantize while loading
   // KV cache size: at most one of the three. None => 90% of free GPU memory
   // (CUDA) or min(1 GiB, 25% of available RAM) (CPU); either way never more
   // than max_seqs full-length sequences need.

@@ -37,10 +37,14 @@ Result<void> check_options(const EngineOptions& o) {
   return {};
 }
 
+// EngineOptions::threads resolved: 0 => all cores.
+int32_t engine_threads(const EngineOptions& o) {
+  return o.threads > 0 ? o.threads : int32_t(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 Result<std::unique_ptr<Backend>> make_cpu(const EngineOptions& o) {
   CpuBackendOptions cpu;
-  const int32_t threads = o.threads > 0 ? o.threads : int32_t(std::max(1u, std::thread::hardware_concurrency()));
-  cpu.num_threads = threads - 1;  // the stepping thread computes too
+  cpu.num_threads = engine_threads(o) - 1;  // the stepping thread computes too
   return make_cpu_backend(cpu);
 }
 
@@ -87,7 +91,14 @@ Result<Engine> Engine::open(const EngineOptions& options) {
   ModelLoadOptions load_options;
   load_options.int8_weights = options.weights == "int8";
   load_options.int8_group_size = options.int8_group_size;
+  // int8: the rows are quantized on `threads` threads (this one included) for the load only.
+  std::unique_ptr<ThreadPool> load_pool;
+  if (load_options.int8_weights) {
+    PHOTON_ASSIGN_OR_RETURN(load_pool, ThreadPool::create(engine_threads(options) - 1));
+    load_options.pool = load_pool.get();
+  }
   PHOTON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(options.model_dir, *backend, load_options));
+  load_pool.reset();
   const ModelConfig& mc = model->config();
 
   KvBudgetInputs in;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <atomic>
 #include <initializer_list>
 #include <string>
 #include <unordered_map>
@@ -70,9 +71,9 @@ class Uploader {
 
   // A linear layer's [N, K] weight (several stacked along N): in the
   // backend's weight dtype, or quantized to int8 groups of int8_group
-  // (> 0) along K when that is set.
-  Result<Weight> linear(std::initializer_list<std::string> names, int32_t int8_group) {
-    if (int8_group > 0) return quantized(names, int8_group);
+  // (> 0) along K when that is set (on `pool`'s threads when not null).
+  Result<Weight> linear(std::initializer_list<std::string> names, int32_t int8_group, ThreadPool* pool) {
+    if (int8_group > 0) return quantized(names, int8_group, pool);
     Weight w;
     PHOTON_ASSIGN_OR_RETURN(w.w, stacked(names));
     return w;
@@ -80,8 +81,9 @@ class Uploader {
 
  private:
   // i8 [rows, K] and f32 scales [rows, ceil(K / group)], quantized row by row
-  // from the stored dtype (through one f32 row of scratch).
-  Result<Weight> quantized(std::initializer_list<std::string> names, int32_t group) {
+  // from the stored dtype (through one f32 row of scratch per thread), in
+  // chunks of rows on `pool` when there is one.
+  Result<Weight> quantized(std::initializer_list<std::string> names, int32_t group, ThreadPool* pool) {
     int64_t rows = 0, K = 0;
     for (const auto& n : names) {
       PHOTON_ASSIGN_OR_RETURN(const ExpectedTensor* e, expected(n));
@@ -92,22 +94,42 @@ class Uploader {
     const int64_t groups = int8_group_count(K, group);
     staging_.resize(size_t(rows * K));
     scales_.resize(size_t(rows * groups));
-    row_.resize(size_t(K));
-    int64_t r = 0;
+    const int32_t threads = pool != nullptr ? pool->max_concurrency() : 1;
+    rows_.resize(size_t(threads));
+    for (auto& row : rows_) row.resize(size_t(K));
+    int64_t r0 = 0;  // the first stacked row of the tensor being quantized
     for (const auto& n : names) {
       PHOTON_ASSIGN_OR_RETURN(HostTensor h, fetch(n));
       const size_t row_bytes = size_t(K) * dtype_size(h.dtype);
-      for (int64_t i = 0; i < h.shape[0]; ++i, ++r) {
-        if (!convert_elements(h.data + size_t(i) * row_bytes, h.dtype, row_.data(), DType::f32, size_t(K)))
-          return fail(Errc::internal, fmt::format("{}: tensor '{}': cannot widen {} to f32", h.origin, h.name,
-                                                  dtype_name(h.dtype)));
-        auto* q = reinterpret_cast<int8_t*>(staging_.data()) + r * K;
-        if (!quantize_row_int8(row_.data(), K, group, q, scales_.data() + r * groups))
-          return fail(Errc::invalid_argument,
-                      fmt::format("{}: tensor '{}' row {} holds a non-finite value (NaN or inf); int8 weight "
-                                  "quantization needs finite weights",
-                                  h.origin, h.name, i));
-      }
+      // The lowest row that fails (an unconvertible dtype fails on every row; a non-finite value
+      // on its own), so the message does not depend on how the rows were split.
+      std::atomic<int64_t> bad_convert{h.shape[0]}, bad_value{h.shape[0]};
+      auto lower = [](std::atomic<int64_t>& at, int64_t i) {
+        for (int64_t cur = at.load(); i < cur && !at.compare_exchange_weak(cur, i);) {
+        }
+      };
+      auto quantize_rows = [&](int32_t worker, int64_t begin, int64_t end) {
+        float* row = rows_[size_t(worker)].data();
+        for (int64_t i = begin; i < end; ++i) {
+          if (!convert_elements(h.data + size_t(i) * row_bytes, h.dtype, row, DType::f32, size_t(K))) {
+            lower(bad_convert, i);
+            return;
+          }
+          auto* q = reinterpret_cast<int8_t*>(staging_.data()) + (r0 + i) * K;
+          if (!quantize_row_int8(row, K, group, q, scales_.data() + (r0 + i) * groups)) lower(bad_value, i);
+        }
+      };
+      if (pool != nullptr) pool->parallel_for_indexed(0, h.shape[0], quantize_rows);
+      else quantize_rows(0, 0, h.shape[0]);
+      if (bad_convert.load() < h.shape[0])
+        return fail(Errc::internal, fmt::format("{}: tensor '{}': cannot widen {} to f32", h.origin, h.name,
+                                                dtype_name(h.dtype)));
+      if (bad_value.load() < h.shape[0])
+        return fail(Errc::invalid_argument,
+                    fmt::format("{}: tensor '{}' row {} holds a non-finite value (NaN or inf); int8 weight "
+                                "quantization needs finite weights",
+                                h.origin, h.name, bad_value.load()));
+      r0 += h.shape[0];
     }
     Weight w;
     PHOTON_ASSIGN_OR_RETURN(w.w, upload(staging_.data(), DType::i8, rows, K));
@@ -150,7 +172,7 @@ class Uploader {
   std::unordered_map<std::string, ExpectedTensor> expected_;
   std::vector<uint8_t> staging_;
   std::vector<float> scales_;  // int8 scales being built
-  std::vector<float> row_;     // one weight row widened to f32
+  std::vector<std::vector<float>> rows_;  // per thread: one weight row widened to f32
 };
 
 // An int8 request the backend cannot serve, or a bad group size.
@@ -185,16 +207,16 @@ Result<DecoderWeights> load_decoder_weights(const ModelConfig& c, WeightSource& 
     PHOTON_ASSIGN_OR_RETURN(L.input_norm, up.single(name("input_layernorm.weight")));
     PHOTON_ASSIGN_OR_RETURN(L.qkv, up.linear({name("self_attn.q_proj.weight"), name("self_attn.k_proj.weight"),
                                               name("self_attn.v_proj.weight")},
-                                             group));
-    PHOTON_ASSIGN_OR_RETURN(L.o, up.linear({name("self_attn.o_proj.weight")}, group));
+                                             group, options.pool));
+    PHOTON_ASSIGN_OR_RETURN(L.o, up.linear({name("self_attn.o_proj.weight")}, group, options.pool));
     if (c.qk_norm) {
       PHOTON_ASSIGN_OR_RETURN(L.q_norm, up.single(name("self_attn.q_norm.weight")));
       PHOTON_ASSIGN_OR_RETURN(L.k_norm, up.single(name("self_attn.k_norm.weight")));
     }
     PHOTON_ASSIGN_OR_RETURN(L.post_attention_norm, up.single(name("post_attention_layernorm.weight")));
-    PHOTON_ASSIGN_OR_RETURN(L.gate_up,
-                            up.linear({name("mlp.gate_proj.weight"), name("mlp.up_proj.weight")}, group));
-    PHOTON_ASSIGN_OR_RETURN(L.down, up.linear({name("mlp.down_proj.weight")}, group));
+    PHOTON_ASSIGN_OR_RETURN(
+        L.gate_up, up.linear({name("mlp.gate_proj.weight"), name("mlp.up_proj.weight")}, group, options.pool));
+    PHOTON_ASSIGN_OR_RETURN(L.down, up.linear({name("mlp.down_proj.weight")}, group, options.pool));
   }
   PHOTON_ASSIGN_OR_RETURN(w.final_norm, up.single("model.norm.weight"));
   if (c.tie_word_embeddings) {

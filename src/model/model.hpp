@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/backend.hpp"
+#include "core/thread_pool.hpp"
 #include "model/config.hpp"
 #include "photon/result.hpp"
 
@@ -25,6 +26,10 @@ struct ModelLoadOptions {
   // Consecutive input features (along K) sharing one scale, > 0 (else
   // invalid_argument); a K that it does not divide ends in a shorter group.
   int32_t int8_group_size = 128;
+  // With int8_weights: the rows of each linear weight are quantized in chunks on this pool's
+  // threads and the calling one (the same codes and scales as without it). Not owned; null: the
+  // calling thread alone. Engine::open passes one of EngineOptions::threads for the load.
+  ThreadPool* pool = nullptr;
 };
 
 class Model {

@@ -240,6 +240,37 @@ TEST_CASE("int8 loading quantizes qkv, o, gate_up and down and leaves the rest a
   }
 }
 
+TEST_CASE("int8 loading on a thread pool gives the codes and scales of the one-thread load", "[model]") {
+  // ModelLoadOptions::pool: the rows of every linear weight split over 3 workers and the caller
+  // (chunks of a few rows: the config's weights have 16 to 48 rows), against the plain load.
+  nlohmann::json cfg = small_llama();
+  cfg["intermediate_size"] = 40;
+  const ModelConfig config = must(ModelConfig::parse(cfg.dump(), "config.json"));
+  auto backend = must(make_cpu_backend({}));
+  auto pool = must(ThreadPool::create(3));
+  for (int32_t group : {5, 16}) {
+    CAPTURE(group);
+    RandomSource source(config, 7);
+    const DecoderWeights one = must(load_decoder_weights(config, source, *backend, int8(group)));
+    ModelLoadOptions pooled = int8(group);
+    pooled.pool = pool.get();
+    const DecoderWeights many = must(load_decoder_weights(config, source, *backend, pooled));
+    for (int32_t l = 0; l < 2; ++l) {
+      const auto a = quantized_linears(one.layers[size_t(l)], l), b = quantized_linears(many.layers[size_t(l)], l);
+      for (size_t i = 0; i < a.size(); ++i) {
+        INFO(a[i].parts[0]);
+        const Weight &wa = *a[i].W, &wb = *b[i].W;
+        REQUIRE(wa.w.dtype == DType::i8);
+        REQUIRE(wb.w.dtype == DType::i8);
+        REQUIRE(wa.w.nbytes() == wb.w.nbytes());
+        REQUIRE(wa.scales.nbytes() == wb.scales.nbytes());
+        CHECK(std::memcmp(wa.w.data, wb.w.data, wa.w.nbytes()) == 0);
+        CHECK(std::memcmp(wa.scales.data, wb.scales.data, wa.scales.nbytes()) == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("int8 loading errors: group size, a backend without int8 matmuls, non-finite weights", "[model]") {
   TempDir dir;
   write_checkpoint(dir.str(), small_llama(), 1, DType::f32);
@@ -269,11 +300,16 @@ TEST_CASE("int8 loading errors: group size, a backend without int8 matmuls, non-
       });
       auto backend = must(make_cpu_backend({}));
       CHECK(Model::load(broken.str(), *backend).has_value());  // fp32 weights are taken as they are
-      auto r = Model::load(broken.str(), *backend, int8());
-      REQUIRE_FALSE(r.has_value());
-      CHECK(r.error().code == Errc::invalid_argument);
-      CHECK_THAT(r.error().message, Catch::Contains("model.layers.1.mlp.down_proj.weight") &&
-                                        Catch::Contains("row 1") && Catch::Contains("non-finite"));
+      auto pool = must(ThreadPool::create(2));
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), pool.get()}) {  // the same row named either way
+        ModelLoadOptions o = int8();
+        o.pool = p;
+        auto r = Model::load(broken.str(), *backend, o);
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error().code == Errc::invalid_argument);
+        CHECK_THAT(r.error().message, Catch::Contains("model.layers.1.mlp.down_proj.weight") &&
+                                          Catch::Contains("row 1") && Catch::Contains("non-finite"));
+      }
     }
   }
   SECTION("engine options") {

@@ -122,8 +122,9 @@ Setup open_model(const BenchArgs& a) {
   ModelLoadOptions load;
   load.int8_weights = a.int8;
   load.int8_group_size = a.int8_group;
-  std::unique_ptr<ThreadPool> load_pool;  // int8: quantize on every core, for the load only
-  if (a.int8) {
+  // Random weights drawn and int8 weights quantized on every core, for the load only.
+  std::unique_ptr<ThreadPool> load_pool;
+  if (a.int8 || a.random_weights) {
     load_pool = unwrap(ThreadPool::create(int32_t(std::max(1u, std::thread::hardware_concurrency())) - 1));
     load.pool = load_pool.get();
   }

@@ -38,7 +38,7 @@ Result<std::unique_ptr<Model>> Model::create_random(const ModelConfig& config, B
   PHOTON_TRY(config.validate());
   PHOTON_ASSIGN_OR_RETURN(const Architecture* arch, architecture_of(config));
   PHOTON_TRY(backend.check_head_dim(config.head_dim));
-  RandomSource source(config, seed);
+  RandomSource source(config, seed, options.pool);  // the load's pool draws the values too
   return arch->factory(config, source, backend, options);
 }
 

@@ -27,8 +27,9 @@ struct ModelLoadOptions {
   // invalid_argument); a K that it does not divide ends in a shorter group.
   int32_t int8_group_size = 128;
   // With int8_weights: the rows of each linear weight are quantized in chunks on this pool's
-  // threads and the calling one (the same codes and scales as without it). Not owned; null: the
-  // calling thread alone. Engine::open passes one of EngineOptions::threads for the load.
+  // threads and the calling one (the same codes and scales as without it); create_random also
+  // draws its values on it (the same values). Not owned; null: the calling thread alone.
+  // Engine::open passes one of EngineOptions::threads for an int8 load.
   ThreadPool* pool = nullptr;
 };
 

@@ -32,14 +32,15 @@ Result<HostTensor> CheckpointSource::get(std::string_view name) {
   return h;
 }
 
-RandomSource::RandomSource(const ModelConfig& config, uint64_t seed) : seed_(seed) {
+RandomSource::RandomSource(const ModelConfig& config, uint64_t seed, ThreadPool* pool) : seed_(seed), pool_(pool) {
   for (auto& e : expected_tensors(config)) shapes_.emplace(e.name, e);
 }
 
 namespace {
 // splitmix64: a small, fast, well-mixed generator; one state per tensor.
+constexpr uint64_t kSplitmixIncrement = 0x9e3779b97f4a7c15ull;
 inline uint64_t splitmix64(uint64_t& state) noexcept {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  uint64_t z = (state += kSplitmixIncrement);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
@@ -70,15 +71,23 @@ Result<HostTensor> RandomSource::get(std::string_view name) {
     half_width = 1.0f / std::sqrt(float(e.shape.back()));
   }
   scratch_.resize(n);
-  uint64_t state = seed_ ^ fnv1a(name);
-  // Four 16-bit uniforms per 64-bit draw, mapped to [-1, 1).
-  for (size_t i = 0; i < n; i += 4) {
-    const uint64_t r = splitmix64(state);
-    for (size_t j = 0; j < 4 && i + j < n; ++j) {
-      const float u = float(int32_t((r >> (16 * j)) & 0xffffu) - 32768) * (1.0f / 32768.0f);
-      scratch_[i + j] = f32_to_bf16(center + half_width * u);
+  const uint64_t state0 = seed_ ^ fnv1a(name);
+  // Four 16-bit uniforms per 64-bit draw, mapped to [-1, 1). splitmix64's state after d draws is
+  // state0 + d * its increment, so any range of draws can start on its own (pool_'s chunks).
+  auto fill = [&](int64_t d0, int64_t d1) {
+    uint64_t state = state0 + uint64_t(d0) * kSplitmixIncrement;
+    for (int64_t d = d0; d < d1; ++d) {
+      const uint64_t r = splitmix64(state);
+      const size_t i = size_t(d) * 4;
+      for (size_t j = 0; j < 4 && i + j < n; ++j) {
+        const float u = float(int32_t((r >> (16 * j)) & 0xffffu) - 32768) * (1.0f / 32768.0f);
+        scratch_[i + j] = f32_to_bf16(center + half_width * u);
+      }
     }
-  }
+  };
+  const int64_t draws = int64_t((n + 3) / 4);
+  if (pool_ != nullptr) pool_->parallel_for(0, draws, fill);
+  else fill(0, draws);
   h.data = reinterpret_cast<const uint8_t*>(scratch_.data());
   h.nbytes = n * 2;
   return h;

@@ -16,6 +16,7 @@
 
 #include "core/dtype.hpp"
 #include "core/safetensors.hpp"
+#include "core/thread_pool.hpp"
 #include "model/config.hpp"
 #include "model/hf_tensors.hpp"
 #include "photon/result.hpp"
@@ -58,15 +59,17 @@ class CheckpointSource final : public WeightSource {
 // Seeded pseudo-random bf16 tensors of every expected_tensors(config) shape:
 // linear weights uniform in ±1/sqrt(in_features), the embedding uniform in
 // ±1, norm weights uniform in [0.9, 1.1]. The values of a tensor depend only
-// on (seed, name), never on the order of the requests.
+// on (seed, name), never on the order of the requests nor on `pool` (when not
+// null, a tensor's values are drawn in chunks on its threads; not owned).
 class RandomSource final : public WeightSource {
  public:
-  RandomSource(const ModelConfig& config, uint64_t seed);
+  RandomSource(const ModelConfig& config, uint64_t seed, ThreadPool* pool = nullptr);
   Result<HostTensor> get(std::string_view name) override;
   bool contains(std::string_view name) const override { return shapes_.count(std::string(name)) != 0; }
 
  private:
   uint64_t seed_;
+  ThreadPool* pool_;
   std::unordered_map<std::string, ExpectedTensor> shapes_;
   std::vector<uint16_t> scratch_;  // the last tensor handed out
 };

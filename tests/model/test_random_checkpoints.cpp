@@ -4,10 +4,14 @@
 // chunked against whole prompts, and load round trips.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
+#include <vector>
 
 #include "core/cpu_backend.hpp"
+#include "model/hf_tensors.hpp"
 #include "model/model.hpp"
+#include "model/weight_source.hpp"
 #include "support/checkpoint_writer.hpp"
 #include "support/model_driver.hpp"
 #include "support/reference_decoder.hpp"
@@ -121,6 +125,37 @@ TEST_CASE("random weights: same seed same model, other seed other model", "[mode
   const Logits l1 = d1.prefill_all(prompt);
   CHECK(l1 == d2.prefill_all(prompt));
   CHECK(l1 != d3.prefill_all(prompt));
+}
+
+TEST_CASE("random weights: drawn on a thread pool, the same values", "[model]") {
+  // RandomSource with a pool (ModelLoadOptions::pool in create_random) splits each tensor's draws
+  // (four values each) into chunks that start at any draw; every tensor of every variant must hold
+  // exactly the one-thread values.
+  auto pool = must(ThreadPool::create(3));
+  for (const Variant& v : variants()) {
+    INFO(v.name);
+    const ModelConfig config = must(ModelConfig::parse(v.config.dump(), "config.json"));
+    RandomSource one(config, 11), many(config, 11, pool.get());
+    for (const ExpectedTensor& e : expected_tensors(config)) {
+      INFO(e.name);
+      const HostTensor a = must(one.get(e.name));
+      const std::vector<uint8_t> bytes(a.data, a.data + a.nbytes);  // the next get() reuses the scratch
+      const HostTensor b = must(many.get(e.name));
+      REQUIRE(b.nbytes == bytes.size());
+      CHECK(std::equal(bytes.begin(), bytes.end(), b.data));
+    }
+  }
+  // And through create_random: the same logits with and without the pool.
+  const Variant v = variants()[0];
+  const ModelConfig config = must(ModelConfig::parse(v.config.dump(), "config.json"));
+  auto backend = must(make_cpu_backend({.num_threads = 1}));
+  ModelLoadOptions pooled;
+  pooled.pool = pool.get();
+  auto m1 = must(Model::create_random(config, *backend, 42));
+  auto m2 = must(Model::create_random(config, *backend, 42, pooled));
+  const auto prompt = random_prompt(config.vocab_size, 9, 1);
+  ModelDriver d1(*m1, *backend, 8), d2(*m2, *backend, 8);
+  CHECK(d1.prefill_all(prompt) == d2.prefill_all(prompt));
 }
 
 TEST_CASE("model: forward refuses a step without a KV cache or past max_position_embeddings", "[model]") {

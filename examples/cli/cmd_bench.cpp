@@ -13,8 +13,8 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_driver.hpp"

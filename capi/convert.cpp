@@ -91,7 +91,9 @@ photon_engine_params default_engine_params() {
   p.max_seqs = d.max_seqs;
   p.prefix_caching = d.prefix_caching;
   p.load_tokenizer = d.load_tokenizer;
-  p.weights = d.weights == "int8" ? PHOTON_WEIGHTS_INT8 : PHOTON_WEIGHTS_AUTO;
+  p.weights = d.weights == "int8"           ? PHOTON_WEIGHTS_INT8
+              : d.weights == "int8-lm-head" ? PHOTON_WEIGHTS_INT8_LM_HEAD
+                                            : PHOTON_WEIGHTS_AUTO;
   p.int8_group_size = d.int8_group_size;
   return p;
 }
@@ -203,6 +205,7 @@ Result<EngineOptions> to_engine_options(const char* model_dir, const photon_engi
   switch (p.weights) {
     case PHOTON_WEIGHTS_AUTO: o.weights = "auto"; break;
     case PHOTON_WEIGHTS_INT8: o.weights = "int8"; break;
+    case PHOTON_WEIGHTS_INT8_LM_HEAD: o.weights = "int8-lm-head"; break;
     default:
       return fail(Errc::invalid_argument,
                   "params->weights = " + std::to_string(int(p.weights)) + " is not a photon_weights value");

@@ -1,5 +1,5 @@
 // photon batch --model DIR --requests FILE.jsonl [--kv-blocks N] [--block-size B]
-//              [--max-batch-tokens T] [--max-seqs S] [--backend B] [--threads N] [--int8 [--int8-group G]]
+//              [--max-batch-tokens T] [--max-seqs S] [--backend B] [--threads N] [--int8 | --int8-lm-head [--int8-group G]]
 //
 // Every line of FILE is one request (batch_request.hpp), submitted at once
 // and served concurrently by the engine. One output line per request, in
@@ -28,6 +28,7 @@ struct BatchArgs {
   std::string model, requests, backend = "auto";
   int32_t kv_blocks = 0, block_size = 16, max_batch_tokens = 2048, max_seqs = 256, threads = 0;
   bool int8 = false;
+  bool int8_lm_head = false;  // --int8-lm-head: --int8 with the LM head quantized too
   int32_t int8_group = 128;
 };
 
@@ -54,7 +55,7 @@ void run(const BatchArgs& a) {
   opts.block_size = a.block_size;
   opts.max_batch_tokens = a.max_batch_tokens;
   opts.max_seqs = a.max_seqs;
-  opts.weights = a.int8 ? "int8" : "auto";
+  opts.weights = a.int8_lm_head ? "int8-lm-head" : a.int8 ? "int8" : "auto";
   opts.int8_group_size = a.int8_group;
   Engine engine = unwrap(Engine::open(opts));
 
@@ -117,6 +118,7 @@ void setup(CLI::App& app) {
   app.add_option("--backend", args->backend, "cpu, cuda or auto")->capture_default_str();
   app.add_option("--threads", args->threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
   app.add_flag("--int8", args->int8, "quantize the linear layers to group-wise int8 at load");
+  app.add_flag("--int8-lm-head", args->int8_lm_head, "--int8, and the LM head too");
   app.add_option("--int8-group", args->int8_group, "with --int8: input features per scale")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();

@@ -52,6 +52,7 @@ struct BenchArgs {
   bool persistent_decode = false;
   bool skinny_decode_matmul = true;
   bool int8 = false;          // quantize the linear layers at load (ModelLoadOptions::int8_weights)
+  bool int8_lm_head = false;  // and the LM head (ModelLoadOptions::int8_lm_head; implies int8)
   int32_t int8_group = 128;   // with int8: input features per scale
 };
 
@@ -78,8 +79,9 @@ std::pair<int32_t, int32_t> parse_shape(const std::string& s) {
 // plus the K and V of `context` tokens per sequence; the embedding table is
 // read only for the step's rows unless it is the (tied) LM head. With
 // int8_group > 0 the layers' linear weights are int8 codes (1 byte each) plus
-// one f32 scale per int8_group inputs of a row; the LM head stays bf16.
-double decode_bytes_per_step(const ModelConfig& c, int64_t batch, int64_t context, int32_t int8_group) {
+// one f32 scale per int8_group inputs of a row; the LM head stays bf16 unless int8_head.
+double decode_bytes_per_step(const ModelConfig& c, int64_t batch, int64_t context, int32_t int8_group,
+                             bool int8_head) {
   const double H = c.hidden_size, I = c.intermediate_size, L = c.num_layers;
   auto linear = [&](double N, int64_t K) {  // one [N, K] weight
     if (int8_group <= 0) return 2.0 * N * double(K);
@@ -87,7 +89,8 @@ double decode_bytes_per_step(const ModelConfig& c, int64_t batch, int64_t contex
   };
   const double per_layer = linear(double(c.qkv_dim()), c.hidden_size) + linear(H, c.q_dim()) +
                            linear(2.0 * I, c.hidden_size) + linear(H, c.intermediate_size);
-  const double weights = L * per_layer + 2.0 * double(c.vocab_size) * H;
+  const double head = int8_head ? linear(double(c.vocab_size), c.hidden_size) : 2.0 * double(c.vocab_size) * H;
+  const double weights = L * per_layer + head;
   const double kv = 2.0 * 2.0 * L * double(c.kv_dim()) * double(context) * double(batch);
   return weights + kv;
 }
@@ -120,11 +123,12 @@ Setup open_model(const BenchArgs& a) {
     fail("--backend must be cuda or cpu");
   }
   ModelLoadOptions load;
-  load.int8_weights = a.int8;
+  load.int8_weights = a.int8 || a.int8_lm_head;
+  load.int8_lm_head = a.int8_lm_head;
   load.int8_group_size = a.int8_group;
   // Random weights drawn and int8 weights quantized on every core, for the load only.
   std::unique_ptr<ThreadPool> load_pool;
-  if (a.int8 || a.random_weights) {
+  if (load.int8_weights || a.random_weights) {
     load_pool = unwrap(ThreadPool::create(int32_t(std::max(1u, std::thread::hardware_concurrency())) - 1));
     load.pool = load_pool.get();
   }
@@ -152,7 +156,7 @@ void run_bench(const BenchArgs& a) {
   Backend& b = *s.backend;
   Model& m = *s.model;
   const ModelConfig& c = m.config();
-  const int32_t int8_group = a.int8 ? a.int8_group : 0;  // 0: the linear weights are bf16
+  const int32_t int8_group = a.int8 || a.int8_lm_head ? a.int8_group : 0;  // 0: the linear weights are bf16
 
   // One KV pool for the largest run: every sequence owns blocks_per_seq blocks.
   constexpr int32_t kBlock = 16;
@@ -174,7 +178,9 @@ void run_bench(const BenchArgs& a) {
   out["device"] = s.device;
   out["backend"] = a.backend;
   out["model"] = a.random_weights ? a.config + " (random bf16 weights)" : a.model;
-  out["weights"] = a.int8 ? fmt::format("int8, group {}", a.int8_group) : std::string("checkpoint dtype");
+  out["weights"] = int8_group > 0
+                       ? fmt::format("int8, group {}{}", a.int8_group, a.int8_lm_head ? ", LM head too" : "")
+                       : std::string("checkpoint dtype");
   out["architecture"] = c.architecture;
   out["load_seconds"] = load_s;
   out["temperature"] = a.temperature;
@@ -204,7 +210,8 @@ void run_bench(const BenchArgs& a) {
       step_s = t / double(a.decode_tokens - 1);
     }
     const double tok_s = median(rates);
-    const double bytes = decode_bytes_per_step(c, 1, a.decode_prompt + a.decode_tokens / 2, int8_group);
+    const double bytes =
+        decode_bytes_per_step(c, 1, a.decode_prompt + a.decode_tokens / 2, int8_group, a.int8_lm_head);
     out["single_stream"] = {{"prompt", a.decode_prompt},
                             {"generated", a.decode_tokens},
                             {"decode_tok_s", tok_s},
@@ -251,7 +258,7 @@ void run_bench(const BenchArgs& a) {
         for (int32_t i = 1; i < gen; ++i) unwrap(d.decode_step());
         const double decode_s = seconds_since(t1);
         const double agg = double(bsz) * double(gen - 1) / decode_s;
-        const double bytes = decode_bytes_per_step(c, bsz, prompt + gen / 2, int8_group);
+        const double bytes = decode_bytes_per_step(c, bsz, prompt + gen / 2, int8_group, a.int8_lm_head);
         runs.push_back({{"batch", bsz},
                         {"prompt", prompt},
                         {"generated", gen},
@@ -348,6 +355,7 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
       ->default_val(false);
   app.add_flag("--json", a->json, "Print one JSON object");
   app.add_flag("--int8", a->int8, "Quantize the linear layers to group-wise int8 at load");
+  app.add_flag("--int8-lm-head", a->int8_lm_head, "--int8, and the LM head too");
   app.add_option("--int8-group", a->int8_group, "With --int8: input features per scale")->default_val(128);
   app.callback([a] {
     if (a->decode_tokens < 2 || a->repeats < 1 || a->max_batch_tokens < 1) fail("--decode-tokens >= 2, --repeats >= 1");

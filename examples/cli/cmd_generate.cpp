@@ -1,5 +1,5 @@
 // photon generate --model DIR (--tokens 1,2,3 | --prompt TEXT) [--max-tokens N] [sampling flags] [--json]
-//                 [--int8 [--int8-group G]]
+//                 [--int8 | --int8-lm-head [--int8-group G]]
 // One request on the engine. Greedy unless --temperature is given. Stops after
 // an EOS id ("stop": config.json's eos_token_id and the tokenizer's), a
 // --stop string, or N tokens ("length"). --prompt streams the text as it is
@@ -30,6 +30,7 @@ struct GenerateArgs {
   bool json = false;
   bool ignore_eos = false;
   bool int8 = false;
+  bool int8_lm_head = false;  // --int8-lm-head: --int8 with the LM head quantized too
   int32_t int8_group = 128;
   std::vector<std::string> stop;
   SamplingFlags sampling;
@@ -41,7 +42,7 @@ void run(const GenerateArgs& a) {
   opts.model_dir = a.model;
   opts.backend = a.backend;
   opts.threads = a.threads;
-  opts.weights = a.int8 ? "int8" : "auto";
+  opts.weights = a.int8_lm_head ? "int8-lm-head" : a.int8 ? "int8" : "auto";
   opts.int8_group_size = a.int8_group;
   opts.max_seqs = 1;  // one request: the default KV budget is capped at one full-length sequence
   Engine engine = unwrap(Engine::open(opts));
@@ -113,6 +114,7 @@ void setup(CLI::App& app) {
   app.add_option("--backend", args->backend, "cpu, cuda or auto")->capture_default_str();
   app.add_option("--threads", args->threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
   app.add_flag("--int8", args->int8, "quantize the linear layers to group-wise int8 at load");
+  app.add_flag("--int8-lm-head", args->int8_lm_head, "--int8, and the LM head too");
   app.add_option("--int8-group", args->int8_group, "with --int8: input features per scale")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();

@@ -142,8 +142,10 @@ struct EngineOptions {
   // checkpoint's dtype as the backend stores it; "int8" quantizes them at
   // load to symmetric int8 with one f32 scale per int8_group_size input
   // features (~1/2 of bf16's memory; the embedding and LM head stay as they
-  // are). "int8" needs a backend that runs int8 matmuls (cpu and cuda),
-  // else open() fails with unsupported.
+  // are); "int8-lm-head" quantizes the LM head too (its own copy when tied to
+  // the embedding; faster decode steps of up to 16 sequences, slower larger
+  // ones on CUDA, where it is dequantized per step). Both need a backend that
+  // runs int8 matmuls (cpu and cuda), else open() fails with unsupported.
   std::string weights = "auto";
   int32_t int8_group_size = 128;   // > 0; a shorter last group when it does not divide the layer's inputs
 };

@@ -30,9 +30,9 @@ Result<void> check_options(const EngineOptions& o) {
   if (o.block_size < 1 || o.block_size > 1024) return bad("block_size = " + std::to_string(o.block_size) + " is outside [1, 1024]");
   if (o.max_batch_tokens < 1) return bad("max_batch_tokens = " + std::to_string(o.max_batch_tokens) + " must be >= 1");
   if (o.max_seqs < 1) return bad("max_seqs = " + std::to_string(o.max_seqs) + " must be >= 1");
-  if (o.weights != "auto" && o.weights != "int8")
-    return bad("weights = \"" + o.weights + "\": expected \"auto\" or \"int8\"");
-  if (o.weights == "int8" && o.int8_group_size < 1)
+  if (o.weights != "auto" && o.weights != "int8" && o.weights != "int8-lm-head")
+    return bad("weights = \"" + o.weights + "\": expected \"auto\", \"int8\" or \"int8-lm-head\"");
+  if (o.weights != "auto" && o.int8_group_size < 1)
     return bad("int8_group_size = " + std::to_string(o.int8_group_size) + " must be >= 1");
   return {};
 }
@@ -89,7 +89,8 @@ Result<Engine> Engine::open(const EngineOptions& options) {
   PHOTON_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, make_backend(options));
   const std::string backend_name(backend->name());
   ModelLoadOptions load_options;
-  load_options.int8_weights = options.weights == "int8";
+  load_options.int8_weights = options.weights == "int8" || options.weights == "int8-lm-head";
+  load_options.int8_lm_head = options.weights == "int8-lm-head";
   load_options.int8_group_size = options.int8_group_size;
   // int8: the rows are quantized on `threads` threads (this one included) for the load only.
   std::unique_ptr<ThreadPool> load_pool;

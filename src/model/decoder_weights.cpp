@@ -219,10 +219,13 @@ Result<DecoderWeights> load_decoder_weights(const ModelConfig& c, WeightSource& 
     PHOTON_ASSIGN_OR_RETURN(L.down, up.linear({name("mlp.down_proj.weight")}, group, options.pool));
   }
   PHOTON_ASSIGN_OR_RETURN(w.final_norm, up.single("model.norm.weight"));
-  if (c.tie_word_embeddings) {
+  const std::string head_name = c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+  if (group > 0 && options.int8_lm_head) {
+    PHOTON_ASSIGN_OR_RETURN(w.lm_head, up.linear({head_name}, group, options.pool));
+  } else if (c.tie_word_embeddings) {
     w.lm_head = w.embed;
   } else {
-    PHOTON_ASSIGN_OR_RETURN(w.lm_head, up.table("lm_head.weight"));
+    PHOTON_ASSIGN_OR_RETURN(w.lm_head, up.table(head_name));
   }
 
   const std::vector<float> inv_freq = rope_inv_freq(c.rope, c.head_dim);

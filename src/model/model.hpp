@@ -26,6 +26,10 @@ struct ModelLoadOptions {
   // Consecutive input features (along K) sharing one scale, > 0 (else
   // invalid_argument); a K that it does not divide ends in a shorter group.
   int32_t int8_group_size = 128;
+  // With int8_weights: the LM head too (its own int8 copy when tied: the embedding stays for the
+  // row gather). Decode steps of up to 16 rows read half its bytes; larger batches dequantize it
+  // to bf16 every step on CUDA (about 5 N K bytes against 2 N K), so it is opt-in.
+  bool int8_lm_head = false;
   // With int8_weights: the rows of each linear weight are quantized in chunks on this pool's
   // threads and the calling one (the same codes and scales as without it); create_random also
   // draws its values on it (the same values). Not owned; null: the calling thread alone.

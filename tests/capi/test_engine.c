@@ -376,27 +376,32 @@ static void test_loop(void) {
 }
 
 static void test_int8_weights(void) {
-  /* int8 linear layers on the CPU: the engine opens and generates; the first
-   * greedy token of "Once upon a time" (a 3.5-logit margin) is unchanged. */
-  char dir[1024];
-  photon_engine* e = NULL;
-  photon_engine_params p;
-  photon_request_params rp;
-  collected c[1];
-  photon_engine_params_init(&p, sizeof p);
-  p.backend = PHOTON_BACKEND_CPU;
-  p.kv_blocks = 16;
-  p.weights = PHOTON_WEIGHTS_INT8;
-  p.int8_group_size = 32;
-  REQUIRE_STATUS(photon_engine_open(&e, capi_stories_dir(dir, sizeof dir), &p), PHOTON_OK);
-  memset(c, 0, sizeof c);
-  photon_request_params_init(&rp, sizeof rp);
-  rp.temperature = 0.0f;
-  rp.max_tokens = 4;
-  CHECK_STATUS(photon_engine_submit_tokens(&c[0].id, e, once_ids, 5, &rp), PHOTON_OK);
-  REQUIRE(util_run(e, c, 1, 20));
-  CHECK(c[0].num_tokens == 4 && c[0].tokens[0] == 432);
-  photon_engine_destroy(e);
+  /* int8 linear layers on the CPU (and the LM head too): the engine opens and
+   * generates; the first greedy token of "Once upon a time" (a 3.5-logit
+   * margin) is unchanged. */
+  const photon_weights kinds[2] = {PHOTON_WEIGHTS_INT8, PHOTON_WEIGHTS_INT8_LM_HEAD};
+  int k;
+  for (k = 0; k < 2; ++k) {
+    char dir[1024];
+    photon_engine* e = NULL;
+    photon_engine_params p;
+    photon_request_params rp;
+    collected c[1];
+    photon_engine_params_init(&p, sizeof p);
+    p.backend = PHOTON_BACKEND_CPU;
+    p.kv_blocks = 16;
+    p.weights = kinds[k];
+    p.int8_group_size = 32;
+    REQUIRE_STATUS(photon_engine_open(&e, capi_stories_dir(dir, sizeof dir), &p), PHOTON_OK);
+    memset(c, 0, sizeof c);
+    photon_request_params_init(&rp, sizeof rp);
+    rp.temperature = 0.0f;
+    rp.max_tokens = 4;
+    CHECK_STATUS(photon_engine_submit_tokens(&c[0].id, e, once_ids, 5, &rp), PHOTON_OK);
+    REQUIRE(util_run(e, c, 1, 20));
+    CHECK(c[0].num_tokens == 4 && c[0].tokens[0] == 432);
+    photon_engine_destroy(e);
+  }
 }
 
 static void test_without_tokenizer(void) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "core/convert.hpp"
@@ -149,8 +150,11 @@ double weight_quantization_error(const std::string& dir, int32_t group) {
 // First-order model of the logits error: the M = 4 x layers quantized matmuls
 // each add an independent relative error of about eps_w (the weights' own),
 // which add in quadrature: the logits' relative L2 error is about sqrt(M) eps_w.
-// (The LM head and the embedding are not quantized.)
-double predicted_logits_error(const ModelConfig& c, double eps_w) { return std::sqrt(4.0 * c.num_layers) * eps_w; }
+// (The embedding is not quantized; the LM head only with int8_lm_head, one matmul more, taken
+// to add an error of the same size.)
+double predicted_logits_error(const ModelConfig& c, double eps_w, bool head = false) {
+  return std::sqrt(4.0 * c.num_layers + (head ? 1.0 : 0.0)) * eps_w;
+}
 
 double rms(const std::vector<float>& row) {
   double ss = 0;
@@ -240,6 +244,35 @@ TEST_CASE("int8 loading quantizes qkv, o, gate_up and down and leaves the rest a
   }
 }
 
+TEST_CASE("int8 loading with int8_lm_head quantizes the LM head too (its own copy when tied)", "[model]") {
+  for (bool tied : {false, true}) {
+    CAPTURE(tied);
+    nlohmann::json cfg = small_llama();
+    cfg["tie_word_embeddings"] = tied;
+    const ModelConfig config = must(ModelConfig::parse(cfg.dump(), "config.json"));
+    auto backend = must(make_cpu_backend({}));
+    RandomSource source(config, 5);
+    ModelLoadOptions o = int8(8);
+    o.int8_lm_head = true;
+    const DecoderWeights w = must(load_decoder_weights(config, source, *backend, o));
+    CHECK(w.embed.w.dtype == DType::bf16);  // the row gather keeps the checkpoint's values
+    const Weight& head = w.lm_head;
+    REQUIRE(head.w.dtype == DType::i8);
+    CHECK(head.w.dim(0) == 97);
+    CHECK(head.w.dim(1) == 16);
+    CHECK(head.group_size == 8);
+    REQUIRE(head.scales.dtype == DType::f32);
+    CHECK(head.scales.dim(1) == 2);
+    CHECK(head.w.data != w.embed.w.data);
+    ErrorSums sums;
+    check_quantized_rows(head, 0, source, tied ? "model.embed_tokens.weight" : "lm_head.weight", sums);
+    o.int8_lm_head = false;  // without it the head keeps its dtype (the embedding's memory when tied)
+    const DecoderWeights plain = must(load_decoder_weights(config, source, *backend, o));
+    CHECK(plain.lm_head.w.dtype == DType::bf16);
+    if (tied) CHECK(plain.lm_head.w.data == plain.embed.w.data);
+  }
+}
+
 TEST_CASE("int8 loading on a thread pool gives the codes and scales of the one-thread load", "[model]") {
   // ModelLoadOptions::pool: the rows of every linear weight split over 3 workers and the caller
   // (chunks of a few rows: the config's weights have 16 to 48 rows), against the plain load.
@@ -324,6 +357,10 @@ TEST_CASE("int8 loading errors: group size, a backend without int8 matmuls, non-
     CHECK(Engine::open(o).error().code == Errc::invalid_argument);
     o.int8_group_size = 8;
     CHECK(Engine::open(o).has_value());
+    o.weights = "int8-lm-head";
+    CHECK(Engine::open(o).has_value());
+    o.int8_group_size = -1;
+    CHECK(Engine::open(o).error().code == Errc::invalid_argument);
   }
 }
 
@@ -342,11 +379,13 @@ TEST_CASE("int8 golden models: logits stay within the error the weight quantizat
     const std::string dir = golden_dir(model);
     const auto prompts = golden_prompts(dir);
     const ModelConfig config = must(ModelConfig::load(dir));
-    for (int32_t group : {128, 32}) {
+    for (auto [group, head] : {std::pair{128, false}, std::pair{32, false}, std::pair{128, true}}) {
       const double eps_w = weight_quantization_error(dir, group);
-      const double sigma = predicted_logits_error(config, eps_w);
+      const double sigma = predicted_logits_error(config, eps_w, head);
       auto backend = must(make_cpu_backend({.num_threads = 2}));
-      auto m = must(Model::load(dir, *backend, int8(group)));
+      ModelLoadOptions o = int8(group);
+      o.int8_lm_head = head;  // the LM head quantized too
+      auto m = must(Model::load(dir, *backend, o));
       double worst = 0, sum = 0, expected_flips = 0;
       size_t rows = 0, flips = 0;
       for (const auto& p : prompts) {
@@ -363,7 +402,7 @@ TEST_CASE("int8 golden models: logits stay within the error the weight quantizat
         }
       }
       const double mean = sum / double(rows);
-      INFO(model << " group " << group << ": eps_w " << eps_w << ", sigma " << sigma << ", rel L2 max " << worst
+      INFO(model << " group " << group << (head ? " (LM head too)" : "") << ": eps_w " << eps_w << ", sigma " << sigma << ", rel L2 max " << worst
                  << " mean " << mean << ", top-1 flips " << flips << " of " << rows << " (expected "
                  << expected_flips << ")");
       CHECK(worst <= 3 * sigma);

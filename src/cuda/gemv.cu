@@ -59,12 +59,27 @@ __device__ __forceinline__ int rope_column(int hd, int p, int hi) {
   return (p / half) * hd + p % half + hi * half;
 }
 
+// What rope_store needs besides the pair's values: the rotation's sine and cosine and the cache
+// slot. They depend only on the step's plan (staged by a copy before the step's first kernel) and
+// the model's inv_freq, so a block reads and computes them before pdl_wait(); read in the epilogue,
+// they put an L2 round trip behind the block's weight stream at the end of every qkv block.
+struct RopePair {
+  float s = 0.f, c = 0.f;
+  int64_t slot = -1;
+};
+__device__ __forceinline__ RopePair rope_pair(const GemvRope& r, int p) {
+  RopePair q;
+  q.slot = *r.slot;
+  sincosf(float(*r.position) * r.inv_freq[p % (r.head_dim / 2)], &q.s, &q.c);
+  return q;
+}
+
 // rope_qkv's work for rotation pair p of the one decode token, from the pair's bf16-rounded
-// values x1 (dimension j) and x2 (j + hd / 2): q and k rotated by position * inv_freq[j], v copied.
-__device__ __forceinline__ void rope_store(const GemvRope& r, int p, float x1, float x2) {
+// values x1 (dimension j) and x2 (j + hd / 2): q and k rotated by position * inv_freq[j] (rp), v copied.
+__device__ __forceinline__ void rope_store(const GemvRope& r, int p, float x1, float x2, const RopePair& rp) {
   const int hd = r.head_dim, half = hd / 2, h = p / half, j = p % half;
   const int nq = r.num_q_heads, nkv = r.num_kv_heads;
-  const int64_t slot = *r.slot;
+  const int64_t slot = rp.slot;
   const bool write_kv = slot >= 0 && slot < r.num_slots;
   bf16* dst;
   if (h < nq) dst = r.q_out + int64_t(h) * hd;
@@ -76,10 +91,8 @@ __device__ __forceinline__ void rope_store(const GemvRope& r, int p, float x1, f
     v[j + half] = to_bf16(x2);
     return;
   }
-  float s, c;
-  sincosf(float(*r.position) * r.inv_freq[j], &s, &c);
-  dst[j] = to_bf16(x1 * c - x2 * s);
-  dst[j + half] = to_bf16(x2 * c + x1 * s);
+  dst[j] = to_bf16(x1 * rp.c - x2 * rp.s);
+  dst[j + half] = to_bf16(x2 * rp.c + x1 * rp.s);
 }
 
 // I8: group-wise int8 weights (GemvArgs::w8): a chunk is 16 codes of one group, dotted with the
@@ -117,18 +130,34 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
   // EARLY: the lane's first full round of row 0 (the gate row in silu mode), loaded before
   // pdl_wait() and in flight across it.
   const bool early = EARLY && active && c0 + kStep * (U - 1) < chunks;
+  // I8: each chunk's scale is loaded with it (a scale read when its chunk is consumed would add an
+  // L2 round trip per round).
+  // ROPE: this thread's rotation pair (threads below kCols / 2), read before pdl_wait() (RopePair).
+  const int rope_p = int(blockIdx.x) * (kCols / 2) + int(threadIdx.x);
+  const bool rope_live = ROPE && threadIdx.x < kCols / 2 && 2 * rope_p < a.N;
+  RopePair rope_rp;
+  if constexpr (ROPE) {
+    if (rope_live) rope_rp = rope_pair(a.rope, rope_p);
+  }
   uint4 first[U];
+  float first_sc[I8 ? U : 1];
   if (early) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (u < a.early_chunks) first[u] = __ldcs(w + c0 + kStep * u);
+      if (u < a.early_chunks) {
+        first[u] = __ldcs(w + c0 + kStep * u);
+        if constexpr (I8) first_sc[u] = __ldg(scale_row + ((c0 + kStep * u) >> gshift));
+      }
   }
   pdl_wait();
   pdl_launch_dependents();
   if (early) {  // the rest of the round (GemvArgs::early_chunks)
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (u >= a.early_chunks) first[u] = __ldcs(w + c0 + kStep * u);
+      if (u >= a.early_chunks) {
+        first[u] = __ldcs(w + c0 + kStep * u);
+        if constexpr (I8) first_sc[u] = __ldg(scale_row + ((c0 + kStep * u) >> gshift));
+      }
   }
 
   // add: the residual value this column adds to, loaded now so its latency hides under the weight
@@ -176,14 +205,14 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
     for (int r = 0; r < kRows; ++r) {
       const uint4* wr = w + int64_t(r) * a.N * chunks;  // silu: up row n is row N + n
       const float* sr = I8 ? scale_row + int64_t(r) * a.N * groups : nullptr;
-      auto accumulate = [&](const uint4& wv, int c) {
+      // sc: chunk c's scale (I8; loaded with the chunk), else unused.
+      auto accumulate = [&](const uint4& wv, int c, float sc) {
         if constexpr (I8) {
           float q[16];
           codes4_to_f32(wv.x, q);
           codes4_to_f32(wv.y, q + 4);
           codes4_to_f32(wv.z, q + 8);
           codes4_to_f32(wv.w, q + 12);
-          const float sc = __ldg(sr + (c >> gshift));
 #pragma unroll
           for (int m = 0; m < M; ++m) {
             float xf[8], xg[8];
@@ -215,23 +244,30 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
         for (; c + kStep * (U - 1) < chunks; c += kStep * U) {
           if (!loaded) {
 #pragma unroll
-            for (int u = 0; u < U; ++u) first[u] = __ldcs(wr + c + kStep * u);
+            for (int u = 0; u < U; ++u) {
+              first[u] = __ldcs(wr + c + kStep * u);
+              if constexpr (I8) first_sc[u] = __ldg(sr + ((c + kStep * u) >> gshift));
+            }
           }
           loaded = false;
 #pragma unroll
-          for (int u = 0; u < U; ++u) accumulate(first[u], c + kStep * u);
+          for (int u = 0; u < U; ++u) accumulate(first[u], c + kStep * u, I8 ? first_sc[u] : 0.f);
         }
       } else {
         for (; c + kStep * (U - 1) < chunks; c += kStep * U) {
           uint4 wv[U];
+          float sv[I8 ? U : 1];
 #pragma unroll
-          for (int u = 0; u < U; ++u) wv[u] = __ldcs(wr + c + kStep * u);
+          for (int u = 0; u < U; ++u) {
+            wv[u] = __ldcs(wr + c + kStep * u);
+            if constexpr (I8) sv[u] = __ldg(sr + ((c + kStep * u) >> gshift));
+          }
 #pragma unroll
-          for (int u = 0; u < U; ++u) accumulate(wv[u], c + kStep * u);
+          for (int u = 0; u < U; ++u) accumulate(wv[u], c + kStep * u, I8 ? sv[u] : 0.f);
         }
       }
 #pragma unroll 4
-      for (; c < chunks; c += kStep) accumulate(__ldcs(wr + c), c);
+      for (; c < chunks; c += kStep) accumulate(__ldcs(wr + c), c, I8 ? __ldg(sr + (c >> gshift)) : 0.f);
     }
   }
   step_trace_mark(1);  // thread 0's weights are consumed
@@ -256,9 +292,7 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
     if (lane == 0 && slice == 0) pair_values[col] = to_f32(to_bf16(acc[0] * norm_scale(0)));
     __syncthreads();
     step_trace_mark(2);  // the pairs' values are met
-    const int p = blockIdx.x * (kCols / 2) + threadIdx.x;
-    if (threadIdx.x < kCols / 2 && 2 * p < a.N)
-      rope_store(a.rope, p, pair_values[2 * threadIdx.x], pair_values[2 * threadIdx.x + 1]);
+    if (rope_live) rope_store(a.rope, rope_p, pair_values[2 * threadIdx.x], pair_values[2 * threadIdx.x + 1], rope_rp);
     return;
   }
   if constexpr (KS > 1) {

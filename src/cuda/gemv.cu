@@ -130,8 +130,6 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
   // EARLY: the lane's first full round of row 0 (the gate row in silu mode), loaded before
   // pdl_wait() and in flight across it.
   const bool early = EARLY && active && c0 + kStep * (U - 1) < chunks;
-  // I8: each chunk's scale is loaded with it (a scale read when its chunk is consumed would add an
-  // L2 round trip per round).
   // ROPE: this thread's rotation pair (threads below kCols / 2), read before pdl_wait() (RopePair).
   const int rope_p = int(blockIdx.x) * (kCols / 2) + int(threadIdx.x);
   const bool rope_live = ROPE && threadIdx.x < kCols / 2 && 2 * rope_p < a.N;
@@ -139,6 +137,8 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
   if constexpr (ROPE) {
     if (rope_live) rope_rp = rope_pair(a.rope, rope_p);
   }
+  // I8: each chunk's scale is loaded with it; read when its chunk is consumed, it added an L2
+  // round trip behind the weight stream to every round (docs/performance.md, row 91: -3%).
   uint4 first[U];
   float first_sc[I8 ? U : 1];
   if (early) {

@@ -55,6 +55,14 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", eo.threads, "CPU backend threads (0: all cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("--weights", eo.weights,
+                 "linear weights: as the checkpoint stores them (auto), group-wise int8 quantized at load (int8), "
+                 "or int8 with the LM head too (int8-lm-head)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "int8", "int8-lm-head"}));
+  app.add_option("--int8-group", eo.int8_group_size, "with int8 weights: input features per scale")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   app.add_flag("!--no-prefix-caching", eo.prefix_caching, "do not share the KV blocks of equal prompt prefixes");
   app.add_option("--served-model-name", served_name, "the model id clients send and see (default: the folder's name)");
   app.add_option("--api-key", so.api_key, "require \"Authorization: Bearer KEY\" on /v1/* and /metrics");
@@ -96,8 +104,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   const photon::Tokenizer* tok = engine->tokenizer();
-  fmt::print(stderr, "photon-server: {} ('{}') on {}: {} tokens of context, KV cache {} tokens, {}\n", eo.model_dir,
-             so.model_name, engine->backend_name(), engine->max_model_len(), engine->kv_capacity_tokens(),
+  const std::string weights = eo.weights == "auto" ? std::string("weights as stored")
+                              : fmt::format("{} weights, group {}", eo.weights, eo.int8_group_size);
+  fmt::print(stderr, "photon-server: {} ('{}') on {}, {}: {} tokens of context, KV cache {} tokens, {}\n",
+             eo.model_dir, so.model_name, engine->backend_name(), weights, engine->max_model_len(),
+             engine->kv_capacity_tokens(),
              tok == nullptr                                                  ? "no tokenizer (token-id prompts only)"
              : tok->chat_template_kind() == photon::ChatTemplateKind::none ? "no chat template (/v1/completions only)"
                                                                              : "chat template found");

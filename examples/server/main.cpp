@@ -50,6 +50,10 @@ int main(int argc, char** argv) {
   app.add_option("--device", eo.device, "CUDA device ordinal")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--kv-blocks", eo.kv_blocks, "KV cache size in blocks of 16 tokens (0: sized from free memory)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--kv-memory-fraction", eo.kv_memory_fraction,
+                 "KV cache size as a share of the free memory left after loading the weights, in (0, 1] "
+                 "(instead of --kv-blocks)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--max-seqs", eo.max_seqs, "sequences running at once")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--max-batch-tokens", eo.max_batch_tokens, "tokens per engine step")
       ->capture_default_str()

@@ -1,9 +1,11 @@
 # Runs photon-server (-DSERVER=path) in one of these modes (-DMODE=...); none of them serves:
 #   help:        --help lists every option, the weight options among them
-#   bad_options: out-of-range or unknown values (--weights int4, --int8-group 0, --port 70000)
+#   bad_options: out-of-range or unknown values (--weights int4, --int8-group 0, --port 70000,
+#                --kv-memory-fraction 1.5)
 #                exit non-zero with the option named on stderr, before any model is loaded
 #   bad_model:   a folder that is not a model, with --weights int8, exits 1 with
-#                "photon-server: error:" and the reason (never a crash)
+#                "photon-server: error:" and the reason (never a crash); so do two KV cache
+#                sizes at once (--kv-blocks and --kv-memory-fraction)
 cmake_minimum_required(VERSION 3.20)
 
 if(MODE STREQUAL "help")
@@ -11,7 +13,7 @@ if(MODE STREQUAL "help")
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "--help exited ${rc}: ${err}")
   endif()
-  foreach(opt --model --host --port --backend --device --kv-blocks --max-seqs --max-batch-tokens --threads
+  foreach(opt --model --host --port --backend --device --kv-blocks --kv-memory-fraction --max-seqs --max-batch-tokens --threads
               --weights --int8-group --no-prefix-caching --served-model-name --api-key --http-threads
               --max-pending --max-body-mb --log-requests)
     string(FIND "${out}" "${opt}" at)
@@ -27,7 +29,7 @@ if(MODE STREQUAL "help")
   endforeach()
 elseif(MODE STREQUAL "bad_options")
   foreach(case "--weights;int4;--weights" "--int8-group;0;--int8-group" "--int8-group;-3;--int8-group"
-               "--port;70000;--port" "--backend;tpu;--backend")
+               "--port;70000;--port" "--backend;tpu;--backend" "--kv-memory-fraction;1.5;--kv-memory-fraction")
     list(GET case 0 opt)
     list(GET case 1 value)
     list(GET case 2 named)
@@ -61,6 +63,16 @@ elseif(MODE STREQUAL "bad_model")
   string(FIND "${err}" "config.json" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "a malformed config.json: the message does not name the file:\n${err}")
+  endif()
+  # Two KV cache sizes at once: the engine refuses the options, after parsing.
+  execute_process(COMMAND ${SERVER} --model ${STORIES} --backend cpu --kv-blocks 64 --kv-memory-fraction 0.5 --port 0
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+  if(NOT rc EQUAL 1)
+    message(FATAL_ERROR "--kv-blocks with --kv-memory-fraction: expected exit 1, got '${rc}'\n${out}\n${err}")
+  endif()
+  string(FIND "${err}" "at most one of kv_blocks" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "--kv-blocks with --kv-memory-fraction: the message does not say why:\n${err}")
   endif()
 else()
   message(FATAL_ERROR "unknown MODE ${MODE}")

@@ -2,7 +2,8 @@
 # On the lent GPU machine (device tool), from the repository root: unpacks scripts/device/pack.sh's
 # folder D (default .device/pack) into P=/tmp/pl, points LD_LIBRARY_PATH, PHOTON_TEST_DATA_DIR and
 # PHOTON_MODELS_DIR at them, prints the GPU's clocks, then runs $CMD (which may use $P/photon,
-# $P/photon_tests_cuda, $P/photon_decode_layers_bench, $P/photon_trace (pack.sh's TRACE),
+# $P/photon_tests_cuda (scripts/device/cases.sh prints its failures one per line),
+# $P/photon_decode_layers_bench, $P/photon_trace (pack.sh's TRACE),
 # $P/photon_base (its BASE) and scripts/device/ab.sh).
 # Example: D=.device/pack CMD='$P/photon_tests_cuda "cuda matmul*"' bash scripts/device/run.sh
 set -u

@@ -27,15 +27,22 @@ struct FixtureOptions {
   int32_t max_pending = 64;
   std::string api_key{};
   std::string model_name = "stories260K";
+  std::string weights = "auto";  // EngineOptions::weights (photon-server --weights)
 };
 
-inline Engine open_test_engine(const std::string& model_dir) {
+inline EngineOptions test_engine_options(const std::string& model_dir, const std::string& weights = "auto") {
   EngineOptions eo;
   eo.model_dir = model_dir;
   eo.backend = "cpu";
   eo.threads = 1;
   eo.kv_blocks = 256;  // 4096 tokens
   eo.max_seqs = 16;
+  eo.weights = weights;
+  return eo;
+}
+
+inline Engine open_test_engine(const std::string& model_dir, const std::string& weights = "auto") {
+  const EngineOptions eo = test_engine_options(model_dir, weights);
   auto engine = Engine::open(eo);
   INFO((engine ? std::string() : engine.error().message));
   REQUIRE(engine.has_value());
@@ -44,7 +51,8 @@ inline Engine open_test_engine(const std::string& model_dir) {
 
 class TestServer {
  public:
-  explicit TestServer(const std::string& model_dir, FixtureOptions fo = {}) : engine_(open_test_engine(model_dir)) {
+  explicit TestServer(const std::string& model_dir, FixtureOptions fo = {})
+      : engine_(open_test_engine(model_dir, fo.weights)) {
     std::signal(SIGPIPE, SIG_IGN);  // writes to a client that went away must fail, not kill the test
     if (fo.start_loop) REQUIRE(engine_.start_loop().has_value());
     ServerOptions so;

@@ -1,6 +1,8 @@
 // photon-server over HTTP on models/stories260K: health, models, the chat
 // page, greedy completions against the model's golden tokens, streaming, and
-// API keys.
+// API keys; an engine with int8 weights (photon-server --weights).
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -120,6 +122,55 @@ TEST_CASE("server: a greedy completion reproduces the golden tokens", "[api]") {
       CHECK(lp["token_logprobs"][i].get<double>() == Approx(best));
     }
   }
+}
+
+// photon-server --weights int8: the server adds nothing to the engine's int8 path, so its greedy
+// answer is the token list an int8 engine of the same options generates itself.
+TEST_CASE("server: an engine with int8 weights serves the tokens it generates itself", "[api]") {
+  const std::string weights = GENERATE(std::string("int8"), std::string("int8-lm-head"));
+  CAPTURE(weights);
+  TestServer ts(photon::test::stories_dir(), FixtureOptions{.weights = weights});
+  const json g = golden("once_upon_a_time");
+  const auto prompt_ids = g["prompt_ids"].get<std::vector<int32_t>>();
+  constexpr int32_t kTokens = 24;
+
+  auto own = Engine::open(test_engine_options(photon::test::stories_dir(), weights));
+  REQUIRE(own.has_value());
+  Request r;
+  r.prompt_tokens = prompt_ids;
+  r.max_tokens = kTokens;
+  r.sampling.temperature = 0.f;
+  r.ignore_eos = true;
+  auto want = own->generate(r);
+  REQUIRE(want.has_value());
+  REQUIRE(want->tokens.size() == size_t(kTokens));
+
+  // The same request on weights as stored: its logprobs show that the server's engine is int8.
+  auto stored = Engine::open(test_engine_options(photon::test::stories_dir(), "auto"));
+  REQUIRE(stored.has_value());
+  auto as_stored = stored->generate(r);
+  REQUIRE(as_stored.has_value());
+
+  const json req = {{"model", "stories260K"}, {"prompt", prompt_ids},       {"temperature", 0},
+                    {"max_tokens", kTokens},  {"return_token_ids", true}, {"ignore_eos", true},
+                    {"logprobs", 1}};
+  auto res = ts.post("/v1/completions", req);
+  REQUIRE(res);
+  INFO(res->body);
+  REQUIRE(res->status == 200);
+  const json choice = json::parse(res->body)["choices"][0];
+  CHECK(choice["token_ids"].get<std::vector<int32_t>>() == want->tokens);
+  CHECK(choice["finish_reason"] == "length");
+  const auto served_lp = choice["logprobs"]["token_logprobs"].get<std::vector<double>>();
+  REQUIRE(served_lp.size() == size_t(kTokens));
+  double off_int8 = 0, off_stored = 0;
+  for (size_t i = 0; i < served_lp.size(); ++i) {
+    off_int8 = std::max(off_int8, std::abs(served_lp[i] - double(want->logprobs[i])));
+    if (as_stored->tokens[i] == want->tokens[i])
+      off_stored = std::max(off_stored, std::abs(served_lp[i] - double(as_stored->logprobs[i])));
+  }
+  CHECK(off_int8 < 1e-5);
+  CHECK(off_stored > 1e-4);  // int8 rounding moves the logprobs
 }
 
 TEST_CASE("server: streamed chunks concatenate to the non-streamed answer", "[api]") {

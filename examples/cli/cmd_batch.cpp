@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "batch_request.hpp"
+#include "cli_weights.hpp"
 #include "commands.hpp"
 #include "photon/engine.hpp"
 
@@ -27,9 +28,7 @@ using nlohmann::json;
 struct BatchArgs {
   std::string model, requests, backend = "auto";
   int32_t kv_blocks = 0, block_size = 16, max_batch_tokens = 2048, max_seqs = 256, threads = 0;
-  bool int8 = false;
-  bool int8_lm_head = false;  // --int8-lm-head: --int8 with the LM head quantized too
-  int32_t int8_group = 128;
+  WeightFlags weights;
 };
 
 std::vector<BatchLine> read_requests(const std::string& path) {
@@ -55,8 +54,8 @@ void run(const BatchArgs& a) {
   opts.block_size = a.block_size;
   opts.max_batch_tokens = a.max_batch_tokens;
   opts.max_seqs = a.max_seqs;
-  opts.weights = a.int8_lm_head ? "int8-lm-head" : a.int8 ? "int8" : "auto";
-  opts.int8_group_size = a.int8_group;
+  opts.weights = engine_weights(a.weights);
+  opts.int8_group_size = a.weights.group;
   Engine engine = unwrap(Engine::open(opts));
 
   std::map<RequestId, size_t> index;
@@ -117,11 +116,7 @@ void setup(CLI::App& app) {
   app.add_option("--max-seqs", args->max_seqs, "sequences running at once")->capture_default_str();
   app.add_option("--backend", args->backend, "cpu, cuda or auto")->capture_default_str();
   app.add_option("--threads", args->threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
-  app.add_flag("--int8", args->int8, "quantize the linear layers to group-wise int8 at load");
-  app.add_flag("--int8-lm-head", args->int8_lm_head, "--int8, and the LM head too");
-  app.add_option("--int8-group", args->int8_group, "with --int8: input features per scale")
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
+  add_weight_flags(app, args->weights);
   app.callback([args] { run(*args); });
 }
 

@@ -19,6 +19,7 @@
 
 #include "bench_driver.hpp"
 #include "bench_engine.hpp"
+#include "cli_weights.hpp"
 #include "commands.hpp"
 #include "core/cpu_backend.hpp"
 #include "model/config.hpp"
@@ -51,9 +52,7 @@ struct BenchArgs {
   bool decode_attention_clusters = true;
   bool persistent_decode = false;
   bool skinny_decode_matmul = true;
-  bool int8 = false;          // quantize the linear layers at load (ModelLoadOptions::int8_weights)
-  bool int8_lm_head = false;  // and the LM head (ModelLoadOptions::int8_lm_head; implies int8)
-  int32_t int8_group = 128;   // with int8: input features per scale
+  WeightFlags weights;  // --int8, --int8-lm-head, --int8-group (ModelLoadOptions' int8 fields)
 };
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -123,9 +122,7 @@ Setup open_model(const BenchArgs& a) {
     fail("--backend must be cuda or cpu");
   }
   ModelLoadOptions load;
-  load.int8_weights = a.int8 || a.int8_lm_head;
-  load.int8_lm_head = a.int8_lm_head;
-  load.int8_group_size = a.int8_group;
+  set_load_weights(a.weights, load);
   // Random weights drawn and int8 weights quantized on every core, for the load only.
   std::unique_ptr<ThreadPool> load_pool;
   if (load.int8_weights || a.random_weights) {
@@ -156,7 +153,7 @@ void run_bench(const BenchArgs& a) {
   Backend& b = *s.backend;
   Model& m = *s.model;
   const ModelConfig& c = m.config();
-  const int32_t int8_group = a.int8 || a.int8_lm_head ? a.int8_group : 0;  // 0: the linear weights are bf16
+  const int32_t int8_group = a.weights.any_int8() ? a.weights.group : 0;  // 0: the linear weights are bf16
 
   // One KV pool for the largest run: every sequence owns blocks_per_seq blocks.
   constexpr int32_t kBlock = 16;
@@ -179,7 +176,7 @@ void run_bench(const BenchArgs& a) {
   out["backend"] = a.backend;
   out["model"] = a.random_weights ? a.config + " (random bf16 weights)" : a.model;
   out["weights"] = int8_group > 0
-                       ? fmt::format("int8, group {}{}", a.int8_group, a.int8_lm_head ? ", LM head too" : "")
+                       ? fmt::format("int8, group {}{}", a.weights.group, a.weights.int8_lm_head ? ", LM head too" : "")
                        : std::string("checkpoint dtype");
   out["architecture"] = c.architecture;
   out["load_seconds"] = load_s;
@@ -211,7 +208,7 @@ void run_bench(const BenchArgs& a) {
     }
     const double tok_s = median(rates);
     const double bytes =
-        decode_bytes_per_step(c, 1, a.decode_prompt + a.decode_tokens / 2, int8_group, a.int8_lm_head);
+        decode_bytes_per_step(c, 1, a.decode_prompt + a.decode_tokens / 2, int8_group, a.weights.int8_lm_head);
     out["single_stream"] = {{"prompt", a.decode_prompt},
                             {"generated", a.decode_tokens},
                             {"decode_tok_s", tok_s},
@@ -258,7 +255,7 @@ void run_bench(const BenchArgs& a) {
         for (int32_t i = 1; i < gen; ++i) unwrap(d.decode_step());
         const double decode_s = seconds_since(t1);
         const double agg = double(bsz) * double(gen - 1) / decode_s;
-        const double bytes = decode_bytes_per_step(c, bsz, prompt + gen / 2, int8_group, a.int8_lm_head);
+        const double bytes = decode_bytes_per_step(c, bsz, prompt + gen / 2, int8_group, a.weights.int8_lm_head);
         runs.push_back({{"batch", bsz},
                         {"prompt", prompt},
                         {"generated", gen},
@@ -354,9 +351,7 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
                  "sm_90+: single-sequence decode steps run every layer in one persistent kernel (true|false)")
       ->default_val(false);
   app.add_flag("--json", a->json, "Print one JSON object");
-  app.add_flag("--int8", a->int8, "Quantize the linear layers to group-wise int8 at load");
-  app.add_flag("--int8-lm-head", a->int8_lm_head, "--int8, and the LM head too");
-  app.add_option("--int8-group", a->int8_group, "With --int8: input features per scale")->default_val(128);
+  add_weight_flags(app, a->weights);
   app.callback([a] {
     if (a->decode_tokens < 2 || a->repeats < 1 || a->max_batch_tokens < 1) fail("--decode-tokens >= 2, --repeats >= 1");
     for (int32_t bsz : a->batches)

@@ -13,6 +13,7 @@
 
 #include "cli_model.hpp"
 #include "cli_sampling.hpp"
+#include "cli_weights.hpp"
 #include "commands.hpp"
 #include "photon/engine.hpp"
 
@@ -29,9 +30,7 @@ struct GenerateArgs {
   bool logprobs = false;
   bool json = false;
   bool ignore_eos = false;
-  bool int8 = false;
-  bool int8_lm_head = false;  // --int8-lm-head: --int8 with the LM head quantized too
-  int32_t int8_group = 128;
+  WeightFlags weights;
   std::vector<std::string> stop;
   SamplingFlags sampling;
 };
@@ -42,8 +41,8 @@ void run(const GenerateArgs& a) {
   opts.model_dir = a.model;
   opts.backend = a.backend;
   opts.threads = a.threads;
-  opts.weights = a.int8_lm_head ? "int8-lm-head" : a.int8 ? "int8" : "auto";
-  opts.int8_group_size = a.int8_group;
+  opts.weights = engine_weights(a.weights);
+  opts.int8_group_size = a.weights.group;
   opts.max_seqs = 1;  // one request: the default KV budget is capped at one full-length sequence
   Engine engine = unwrap(Engine::open(opts));
 
@@ -113,11 +112,7 @@ void setup(CLI::App& app) {
   app.add_flag("--ignore-eos", args->ignore_eos, "do not stop on EOS ids");
   app.add_option("--backend", args->backend, "cpu, cuda or auto")->capture_default_str();
   app.add_option("--threads", args->threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
-  app.add_flag("--int8", args->int8, "quantize the linear layers to group-wise int8 at load");
-  app.add_flag("--int8-lm-head", args->int8_lm_head, "--int8, and the LM head too");
-  app.add_option("--int8-group", args->int8_group, "with --int8: input features per scale")
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
+  add_weight_flags(app, args->weights);
   add_sampling_flags(app, args->sampling);
   app.callback([args] { run(*args); });
 }

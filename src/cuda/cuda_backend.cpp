@@ -471,7 +471,8 @@ class CudaBackend final : public Backend {
     using Rule = CudaBackendOptions::RopeInAttention;
     const Rule rule = options_.rope_in_decode_attention;
     return rule != Rule::never && plan.num_tokens > 0 && is_decode(plan) &&
-           (rule == Rule::always || q.numel() >= kRopeInAttentionMinQueryWidth * plan.num_tokens);
+           (rule == Rule::always ||
+            (plan.num_seqs > 1 && q.numel() >= kRopeInAttentionMinQueryWidth * plan.num_tokens));
   }
 
   // Decode steps (one query per sequence) that options_.rope_in_decode_attention selects: one decode

@@ -74,9 +74,12 @@ struct CudaBackendOptions {
   int32_t gemv_unroll_add = 4, gemv_unroll_silu = 4, gemv_unroll_rope = 8, gemv_unroll_plain = 4;
   // Which decode steps rotate q and the new K/V rows inside the decode attention kernel
   // (Backend::rope_attention: no rope_qkv kernel, q never stored) instead of rope_qkv + attention.
-  // By default those of models whose query width nq * hd is at least 4096 (the 8B shapes, where it
-  // measured 0.8-1.6% faster at 16 sequences and the same at one); the 1B-class shapes (Llama-3.2-1B,
-  // Qwen3-0.6B: width 2048) measured the same or up to 1.8% slower with it (docs/performance.md, row 50).
+  // By default the steps of two or more sequences of models whose query width nq * hd is at least
+  // 4096 (the 8B shapes, where it measured 0.8-1.6% faster at 16 sequences, row 50); the 1B-class
+  // shapes (Llama-3.2-1B, Qwen3-0.6B: width 2048) measured the same or up to 1.8% slower with it
+  // (docs/performance.md, row 50), and one-sequence steps of the 4B and 8B shapes 0.6-1.4% slower
+  // since the single-pass kernels (row 95: the fused kernel's blocks, a whole SM's registers each,
+  // wait for the qkv GEMV's blocks to leave before they can load their cached rows).
   // PHOTON_CUDA_ROPE_IN_ATTENTION=0 / 1 (never / always) overrides it for any backend (measurements).
   enum class RopeInAttention : uint8_t { never, wide_queries, always };
   RopeInAttention rope_in_decode_attention = RopeInAttention::wide_queries;

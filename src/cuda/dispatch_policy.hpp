@@ -19,8 +19,9 @@ constexpr int64_t kGemvEarlyMinDim = 4096;
 // GemvEarly::narrow_n / wide_n: the output count that parts them.
 constexpr int64_t kGemvEarlyWideN = 8192;
 
-// RopeInAttention::wide_queries: decode steps of models with at least this query width (nq * hd) run
-// RoPE inside the decode attention kernel (docs/performance.md, row 50).
+// RopeInAttention::wide_queries: decode steps of two or more sequences of models with at least this
+// query width (nq * hd) run RoPE inside the decode attention kernel (docs/performance.md, rows 50
+// and 95).
 constexpr int64_t kRopeInAttentionMinQueryWidth = 4096;
 
 // A decode-only step: one query token per sequence, token s of sequence s.
@@ -29,8 +30,9 @@ inline bool is_decode(const StepPlanView& plan) { return plan.max_query_len == 1
 // matmul_silu uses the GEMV's SwiGLU mode for one row from this many input features: at Qwen3-8B's
 // K = 4096 it measured 1.7% faster per decode step than the GEMV + silu_mul pair (row 28); at
 // Llama-3.2-1B's K = 2048, with the GEMV's early weights (row 54), 2.5% faster than gemv_skinny's
-// SwiGLU mode (row 55). Smaller K (Qwen3-0.6B's 1024) stays on gemv_skinny, as measured before.
-constexpr int64_t kSwiGluGemvMinK = 2048;
+// SwiGLU mode (row 55); at Qwen3-0.6B's K = 1024, with the norm folded in (no rmsnorm kernel),
+// 3.5% faster (row 94).
+constexpr int64_t kSwiGluGemvMinK = 1024;
 
 // The environment variable `name` as an integer when set and >= min_value, else fallback (measurement knobs).
 int64_t env_int64(const char* name, int64_t fallback, int64_t min_value);

@@ -12,64 +12,75 @@ constexpr int kMaxPairsPerLane = 4;  // hd <= 2 * 32 * 4 = 256
 // Block (token, group of kWarps heads), one warp per head (q heads, then k
 // heads, then v heads). Lane l owns the rotation pairs (p, p + hd/2) for
 // p = l, l + 32, ...
+// What does not depend on earlier kernels is read and formed before pdl_wait(): the token's slot
+// and position (staged before the step), the rotation's sines and cosines, the head's norm weights.
+// After the wait the chain is one read of the projection, the norm's warp sum and the stores; read
+// after it, those inputs were further dependent L2 round trips and sincosf latency in every step's
+// chain (Qwen3 runs this kernel between its qkv product and attention in every layer).
 template <class W>
 __global__ void __launch_bounds__(kWarps * 32) rope_qkv_kernel(RopeQkvArgs a) {
   const StepTraceScope step_trace_scope(step_trace_tag(kTraceRopeQkv, 0, 0, 0));
   pdl_launch_dependents();  // early: the next kernel may start streaming its weights (launch.cuh)
-  pdl_wait();
   const int t = blockIdx.x;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int h = blockIdx.y * kWarps + warp;
   const int hd = a.head_dim, half = hd / 2;
   const int nq = a.num_q_heads, nkv = a.num_kv_heads;
   const int heads = nq + 2 * nkv;
-  const float pos = float(a.positions[t]);
+  const bool is_q = h < nq, is_k = !is_q && h < nq + nkv;
   const int64_t slot = a.slot_mapping[t];
   const bool write_kv = slot >= 0 && slot < a.num_slots;
-  const bf16* row = a.qkv + int64_t(t) * heads * hd;
-
+  const W* norm = static_cast<const W*>(is_q ? a.q_norm : is_k ? a.k_norm : nullptr);
+  float sn[kMaxPairsPerLane], cs[kMaxPairsPerLane], w1[kMaxPairsPerLane], w2[kMaxPairsPerLane];
+  const float pos = is_q || is_k ? float(a.positions[t]) : 0.f;
+#pragma unroll
+  for (int i = 0; i < kMaxPairsPerLane; ++i) {
+    const int p = lane + 32 * i;
+    sn[i] = 0.f, cs[i] = 1.f, w1[i] = 1.f, w2[i] = 1.f;
+    if ((is_q || is_k) && p < half) {
+      sincosf(pos * a.inv_freq[p], &sn[i], &cs[i]);
+      if (norm != nullptr) {
+        w1[i] = to_f32(norm[p]);
+        w2[i] = to_f32(norm[p + half]);
+      }
+    }
+    // Keeps the compiler from sinking the sincosf work past the wait.
+    asm volatile("" : "+f"(sn[i]), "+f"(cs[i]), "+f"(w1[i]), "+f"(w2[i]));
+  }
+  pdl_wait();
   if (h >= heads) return;
-  {
-    const bf16* src = row + int64_t(h) * hd;
-    const bool is_q = h < nq, is_k = !is_q && h < nq + nkv;
-    if (!is_q && !is_k) {  // v head: copy into the cache
-      if (!write_kv) return;
-      bf16* dst = a.v_cache + (slot * nkv + (h - nq - nkv)) * hd;
-      for (int i = lane; i < hd; i += 32) dst[i] = src[i];
-      return;
-    }
-    if (is_k && !write_kv) return;
-    float x1[kMaxPairsPerLane], x2[kMaxPairsPerLane];
-    float ss = 0.f;
+  const bf16* src = a.qkv + int64_t(t) * heads * hd + int64_t(h) * hd;
+  if (!is_q && !is_k) {  // v head: copy into the cache
+    if (!write_kv) return;
+    bf16* dst = a.v_cache + (slot * nkv + (h - nq - nkv)) * hd;
+    for (int i = lane; i < hd; i += 32) dst[i] = src[i];
+    return;
+  }
+  if (is_k && !write_kv) return;
+  float x1[kMaxPairsPerLane], x2[kMaxPairsPerLane];
+  float ss = 0.f;
+#pragma unroll
+  for (int i = 0; i < kMaxPairsPerLane; ++i) {
+    const int p = lane + 32 * i;
+    x1[i] = p < half ? to_f32(src[p]) : 0.f;
+    x2[i] = p < half ? to_f32(src[p + half]) : 0.f;
+    ss += x1[i] * x1[i] + x2[i] * x2[i];
+  }
+  if (norm != nullptr) {
+    const float inv = rsqrtf(warp_sum(ss) / float(hd) + a.eps);
 #pragma unroll
     for (int i = 0; i < kMaxPairsPerLane; ++i) {
-      const int p = lane + 32 * i;
-      x1[i] = p < half ? to_f32(src[p]) : 0.f;
-      x2[i] = p < half ? to_f32(src[p + half]) : 0.f;
-      ss += x1[i] * x1[i] + x2[i] * x2[i];
+      x1[i] *= inv * w1[i];
+      x2[i] *= inv * w2[i];
     }
-    const W* norm = static_cast<const W*>(is_q ? a.q_norm : a.k_norm);
-    if (norm != nullptr) {
-      const float inv = rsqrtf(warp_sum(ss) / float(hd) + a.eps);
+  }
+  bf16* dst = is_q ? a.q_out + (int64_t(t) * nq + h) * hd : a.k_cache + (slot * nkv + (h - nq)) * hd;
 #pragma unroll
-      for (int i = 0; i < kMaxPairsPerLane; ++i) {
-        const int p = lane + 32 * i;
-        if (p < half) {
-          x1[i] *= inv * to_f32(norm[p]);
-          x2[i] *= inv * to_f32(norm[p + half]);
-        }
-      }
-    }
-    bf16* dst = is_q ? a.q_out + (int64_t(t) * nq + h) * hd : a.k_cache + (slot * nkv + (h - nq)) * hd;
-#pragma unroll
-    for (int i = 0; i < kMaxPairsPerLane; ++i) {
-      const int p = lane + 32 * i;
-      if (p < half) {
-        float s, c;
-        sincosf(pos * a.inv_freq[p], &s, &c);
-        dst[p] = to_bf16(x1[i] * c - x2[i] * s);
-        dst[p + half] = to_bf16(x2[i] * c + x1[i] * s);
-      }
+  for (int i = 0; i < kMaxPairsPerLane; ++i) {
+    const int p = lane + 32 * i;
+    if (p < half) {
+      dst[p] = to_bf16(x1[i] * cs[i] - x2[i] * sn[i]);
+      dst[p + half] = to_bf16(x2[i] * cs[i] + x1[i] * sn[i]);
     }
   }
 }

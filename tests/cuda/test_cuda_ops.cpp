@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda/dispatch_policy.hpp"
 #include "cuda_test_util.hpp"
 
 using namespace photon;
@@ -802,16 +803,17 @@ TEST_CASE("cuda matmul_silu matches the CPU (GEMV and gemv_skinny SwiGLU modes, 
   struct Shape {
     int64_t M, I, K;
   };
-  // M = 1, K >= 4096, K % 8 == 0: every K split of the GEMV's SwiGLU mode (I >= 8192: 1, >= 4096: 2,
-  // >= 2048: 4, below: 8), outputs not filling the last block; K < 4096: gemv_skinny, or the product
-  // then silu_mul. M = 2..16: 8 and 16 activation rows per MMA tile, I not a multiple of 16, K not a
+  // M = 1, K >= cuda::kSwiGluGemvMinK (1024), K % 8 == 0: every K split of the GEMV's SwiGLU mode
+  // (I >= 8192: 1, >= 4096: 2, >= 2048: 4, below: 8), outputs not filling the last block, Qwen3-0.6B's
+  // K = 1024 and I = 3072; smaller K: gemv_skinny, or the product then silu_mul. M = 2..16: 8 and 16 activation rows per MMA tile, I not a multiple of 16, K not a
   // multiple of the 32-k chunk, grids of one and of several waves; M = 17 and K % 8 != 0: the
   // product. Gate and up are rounded to bf16 before SwiGLU (as the unfused product stores them),
   // then the output: three roundings, about 3e-3 norm-wise (simulated), hence twice the
   // one-rounding bound.
   constexpr double kSwiGluTol = 2 * kBf16OutputTol;
   for (Shape s : {Shape{1, 8192, 4096}, Shape{1, 4100, 4096}, Shape{1, 2100, 4104}, Shape{1, 1000, 4096},
-                  Shape{1, 301, 8192}, Shape{1, 8192, 2048}, Shape{1, 517, 72}, Shape{1, 50, 36},
+                  Shape{1, 301, 8192}, Shape{1, 8192, 2048}, Shape{1, 3072, 1024}, Shape{1, 1000, 1024},
+                  Shape{1, 517, 72}, Shape{1, 50, 36},
                   Shape{3, 1000, 72}, Shape{16, 2048, 2048}, Shape{2, 8192, 2048}, Shape{5, 1000, 72},
                   Shape{8, 301, 520}, Shape{9, 2100, 4104}, Shape{12, 40, 8}, Shape{16, 8192, 2048},
                   Shape{16, 2056, 1000}, Shape{4, 50, 36}, Shape{17, 300, 64}}) {
@@ -887,7 +889,8 @@ TEST_CASE("cuda rmsnorm_matmul and rmsnorm_matmul_silu match the CPU pair (the n
                   Shape{1, 100, 72, false, DType::bf16}, Shape{1, 3072, 2048, false, DType::f32},
                   Shape{3, 1000, 72, false, DType::bf16}, Shape{1, 8192, 2048, true, DType::bf16},
                   Shape{1, 2100, 4104, true, DType::bf16}, Shape{1, 301, 8192, true, DType::bf16},
-                  Shape{1, 1000, 1024, true, DType::bf16}, Shape{5, 1000, 2048, true, DType::bf16},
+                  Shape{1, 1000, 1024, true, DType::bf16}, Shape{1, 1000, 520, true, DType::bf16},
+                  Shape{5, 1000, 2048, true, DType::bf16},
                   Shape{1, 2000, 2048, true, DType::f32}}) {
     const int64_t rows = s.silu ? 2 * s.N : s.N;
     CAPTURE(s.M, s.N, s.K, s.silu, dtype_name(s.norm));
@@ -905,7 +908,7 @@ TEST_CASE("cuda rmsnorm_matmul and rmsnorm_matmul_silu match the CPU pair (the n
     DeviceTensor ch = poisoned(*cpu, DType::f32, {s.M, s.K});
     DeviceTensor cscratch = poisoned(*cpu, DType::f32, {s.M, rows});
     DeviceTensor cout = poisoned(*cpu, DType::f32, {s.M, s.N});
-    const bool folded = fold && s.M == 1 && s.norm == DType::bf16 && s.K <= 16384 && (!s.silu || s.K >= 2048);
+    const bool folded = fold && s.M == 1 && s.norm == DType::bf16 && s.K <= 16384 && (!s.silu || s.K >= cuda::kSwiGluGemvMinK);
     if (s.silu) {
       REQUIRE(cpu->rmsnorm_matmul_silu(cout.t, cx.t, cg.t, eps, weight_of(cw), ch.t, cscratch.t).has_value());
       const auto ref = download(*cpu, cout.t);

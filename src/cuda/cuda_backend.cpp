@@ -800,6 +800,11 @@ class CudaBackend final : public Backend {
     g.eps = eps;
     set_gemv_policy(g);
     if (i8 && !set_int8_weights(g, W)) return std::nullopt;
+    // Short rows of many outputs (the LM head): one wave of blocks streaming many column groups.
+    const int64_t row_bytes = int64_t(K) * (i8 ? 1 : 2);
+    if (options_.gemv_passes_min_n > 0 && N >= options_.gemv_passes_min_n &&
+        row_bytes <= options_.gemv_passes_max_row_bytes)
+      g.passes_grid = 4 * num_sms_;
     if (!cuda::gemv_applies(g)) return std::nullopt;
     return g;
   }
@@ -1095,6 +1100,8 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
     return fail(Errc::invalid_argument, "CudaBackendOptions::attention_single_pass_heads must be -1, 0, 1, 2 or 4");
   if (options.attention_single_pass_max_seqs < 0)
     return fail(Errc::invalid_argument, "CudaBackendOptions::attention_single_pass_max_seqs must be >= 0");
+  if (options.gemv_passes_min_n < 0 || options.gemv_passes_max_row_bytes < 0)
+    return fail(Errc::invalid_argument, "CudaBackendOptions::gemv_passes_min_n and gemv_passes_max_row_bytes must be >= 0");
   if (options.gemv_early_chunks < 1 || options.gemv_early_chunks > 8)
     return fail(Errc::invalid_argument, "CudaBackendOptions::gemv_early_chunks must be 1 to 8");
   for (int32_t u : {options.gemv_unroll_add, options.gemv_unroll_silu, options.gemv_unroll_rope, options.gemv_unroll_plain})
@@ -1132,6 +1139,10 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
     for (int i = 0; i < 4; ++i)
       if (e[i] == '2' || e[i] == '4' || e[i] == '8') *u[i] = e[i] - '0';
   }
+  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_PASSES_MIN_N"); e != nullptr && e[0] >= '0' && e[0] <= '9')
+    opts.gemv_passes_min_n = std::atoll(e);
+  if (const char* e = std::getenv("PHOTON_CUDA_GEMV_PASSES_MAX_ROW_BYTES"); e != nullptr && e[0] >= '0' && e[0] <= '9')
+    opts.gemv_passes_max_row_bytes = std::atoll(e);
   if (const char* e = std::getenv("PHOTON_CUDA_ROPE_IN_ATTENTION"); e != nullptr && (e[0] == '0' || e[0] == '1'))
     opts.rope_in_decode_attention =
         e[0] == '1' ? CudaBackendOptions::RopeInAttention::always : CudaBackendOptions::RopeInAttention::never;

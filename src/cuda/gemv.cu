@@ -95,6 +95,60 @@ __device__ __forceinline__ void rope_store(const GemvRope& r, int p, float x1, f
   dst[j + half] = to_bf16(x2 * rp.c + x1 * rp.s);
 }
 
+// NORM's staging of row m of x: the block's threads store x * norm_w (bf16) into staged[m * K / 8
+// ...] and lane 0 of each warp writes the warp's share of x's sum of squares into `square` (the
+// caller's barrier makes both visible). Reads K * 2 bytes of x and of norm_w from L2.
+__device__ __forceinline__ void stage_normed_row(const GemvArgs& a, int m, uint4* staged, float& square) {
+  const int xchunks = a.K / 8;
+  const uint4* x = reinterpret_cast<const uint4*>(a.x);
+  const uint4* g = reinterpret_cast<const uint4*>(a.norm_w);
+  float ss = 0.f;
+  for (int c = threadIdx.x; c < xchunks; c += kThreads) {
+    const uint4 xv = __ldg(x + int64_t(m) * xchunks + c), gv = __ldg(g + c);
+    float xf[8];
+    unpack_bf16x8(xv, xf);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) ss += xf[e] * xf[e];
+    uint4 p;
+    const bf162* xh = reinterpret_cast<const bf162*>(&xv);
+    const bf162* gh = reinterpret_cast<const bf162*>(&gv);
+    bf162* ph = reinterpret_cast<bf162*>(&p);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) ph[k] = __hmul2(xh[k], gh[k]);
+    staged[m * xchunks + c] = p;
+  }
+  ss = warp_sum(ss);
+  if ((threadIdx.x & 31) == 0) square = ss;
+}
+
+// acc += a 16-byte chunk of weights dotted with the staged x row xrow: 8 bf16 weights with x chunk
+// c (each product added to acc in turn), or (I8) 16 codes of one group with x chunks 2c and 2c + 1,
+// summed, then times the group's scale sc and added.
+template <bool I8>
+__device__ __forceinline__ void chunk_accumulate(float& acc, const uint4& wv, const uint4* xrow, int c, float sc) {
+  if constexpr (I8) {
+    float q[16], xf[8], xg[8];
+    codes4_to_f32(wv.x, q);
+    codes4_to_f32(wv.y, q + 4);
+    codes4_to_f32(wv.z, q + 8);
+    codes4_to_f32(wv.w, q + 12);
+    unpack_bf16x8(xrow[2 * c], xf);
+    unpack_bf16x8(xrow[2 * c + 1], xg);
+    float d = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) d += q[e] * xf[e];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) d += q[8 + e] * xg[e];
+    acc += d * sc;
+  } else {
+    float wf[8], xf[8];
+    unpack_bf16x8(wv, wf);
+    unpack_bf16x8(xrow[c], xf);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc += wf[e] * xf[e];
+  }
+}
+
 // I8: group-wise int8 weights (GemvArgs::w8): a chunk is 16 codes of one group, dotted with the
 // staged x chunks 2c and 2c + 1 and scaled by its group's scale.
 template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR, bool ROPE = false, int U = kUnroll,
@@ -170,27 +224,8 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
 
   const uint4* x = reinterpret_cast<const uint4*>(a.x);
   if constexpr (NORM) {
-    const uint4* g = reinterpret_cast<const uint4*>(a.norm_w);
 #pragma unroll
-    for (int m = 0; m < M; ++m) {
-      float ss = 0.f;
-      for (int c = threadIdx.x; c < xchunks; c += kThreads) {
-        const uint4 xv = __ldg(x + int64_t(m) * xchunks + c), gv = __ldg(g + c);
-        float xf[8];
-        unpack_bf16x8(xv, xf);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) ss += xf[e] * xf[e];
-        uint4 p;
-        const bf162* xh = reinterpret_cast<const bf162*>(&xv);
-        const bf162* gh = reinterpret_cast<const bf162*>(&gv);
-        bf162* ph = reinterpret_cast<bf162*>(&p);
-#pragma unroll
-        for (int k = 0; k < 4; ++k) ph[k] = __hmul2(xh[k], gh[k]);
-        staged[m * xchunks + c] = p;
-      }
-      ss = warp_sum(ss);
-      if (lane == 0) squares[warp][m] = ss;
-    }
+    for (int m = 0; m < M; ++m) stage_normed_row(a, m, staged, squares[warp][m]);
     __syncthreads();
   } else if constexpr (kStaged) {
     for (int c = threadIdx.x; c < M * xchunks; c += kThreads) staged[c] = __ldg(x + c);
@@ -207,31 +242,16 @@ __device__ __forceinline__ void gemv_body(const GemvArgs& a) {
       const float* sr = I8 ? scale_row + int64_t(r) * a.N * groups : nullptr;
       // sc: chunk c's scale (I8; loaded with the chunk), else unused.
       auto accumulate = [&](const uint4& wv, int c, float sc) {
-        if constexpr (I8) {
-          float q[16];
-          codes4_to_f32(wv.x, q);
-          codes4_to_f32(wv.y, q + 4);
-          codes4_to_f32(wv.z, q + 8);
-          codes4_to_f32(wv.w, q + 12);
+        if constexpr (kStaged) {
 #pragma unroll
-          for (int m = 0; m < M; ++m) {
-            float xf[8], xg[8];
-            unpack_bf16x8(staged[m * xchunks + 2 * c], xf);
-            unpack_bf16x8(staged[m * xchunks + 2 * c + 1], xg);
-            float d = 0.f;
-#pragma unroll
-            for (int e = 0; e < 8; ++e) d += q[e] * xf[e];
-#pragma unroll
-            for (int e = 0; e < 8; ++e) d += q[8 + e] * xg[e];
-            acc[r * M + m] += d * sc;
-          }
+          for (int m = 0; m < M; ++m) chunk_accumulate<I8>(acc[r * M + m], wv, staged + m * xchunks, c, sc);
         } else {
           float wf[8];
           unpack_bf16x8(wv, wf);
 #pragma unroll
           for (int m = 0; m < M; ++m) {
             float xf[8];
-            unpack_bf16x8(kStaged ? staged[m * xchunks + c] : __ldg(x + int64_t(m) * xchunks + c), xf);
+            unpack_bf16x8(__ldg(x + int64_t(m) * xchunks + c), xf);
 #pragma unroll
             for (int e = 0; e < 8; ++e) acc[r * M + m] += wf[e] * xf[e];
           }
@@ -332,6 +352,79 @@ template <int M, int KS, class Out, GemvMode MODE, bool EARLY, XRows XR, bool RO
 __global__ void __launch_bounds__(kThreads, 4) gemv_staged_kernel(GemvArgs a) {
   const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemv, unsigned(MODE) | (EARLY ? 4u : 0u) | (unsigned(XR) << 3) | (ROPE ? 32u : 0u) | (I8 ? 64u : 0u), a.N, a.K));
   gemv_body<M, KS, Out, MODE, EARLY, XR, ROPE, U, I8>(a);
+}
+
+// Passes (GemvArgs::passes_grid; gemv_passes_applies: one row, a norm, plain mode, a row of a
+// multiple of 128 chunks): a grid of at most passes_grid blocks; block b stages x * norm_w once and
+// streams the column groups b, b + grid, ... (kWarps columns each, one warp per column). A warp's
+// weight loads form a chain of tiles of kPassU 16-byte loads per lane (a column of 128 chunks is one
+// tile: bf16 K = 1024, int8 K = 2048), tile t + 1 issued before tile t is consumed, so that 4 to 8
+// loads per lane stay in flight through every column's warp sum and store; tile 0 is issued before
+// pdl_wait(). Per column the lane's chunk order and the warp sum are gemv_body's at KS = 1 and
+// rounds of 4: results bit-identical to a plain launch with one warp per column (N >= 8192).
+// Why: a block of gemv_body serves 8 columns; where a column is 2 KB (Qwen3-0.6B's bf16 LM head,
+// the int8 LM head at K = 2048) that is 16 KB of weights per block against x and the norm weights
+// staged from L2 and a block's start and end, and the product streams at ~2.6-3.0 TB/s (rows 90, 97).
+// Bytes as the plain launch, less x and norm_w re-read from L2 by every group (K * 4 per group).
+constexpr int kPassU = 4;
+template <class Out, bool I8>
+__global__ void __launch_bounds__(kThreads, 4) gemv_passes_kernel(GemvArgs a) {
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemv, 4u | (unsigned(XRows::normed) << 3) | (I8 ? 64u : 0u) | 128u, a.N, a.K));
+  __shared__ float squares[kWarps];
+  extern __shared__ uint4 staged[];  // [K / 8] chunks of x * norm_w
+  const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
+  const int chunks = a.K / (I8 ? 16 : 8), tiles_per_col = chunks / (32 * kPassU);
+  const int groups = ceil_div(a.N, kWarps), grid = int(gridDim.x), b = int(blockIdx.x);
+  const int tiles = (b < groups ? (groups - 1 - b) / grid + 1 : 0) * tiles_per_col;
+  const int gshift = I8 ? __ffs(a.group / 16) - 1 : 0;
+  const int row_groups = I8 ? a.K / a.group : 0;
+  auto column = [&](int t) { return (b + (t / tiles_per_col) * grid) * kWarps + warp; };
+  // Tile t's loads into buf (and, I8, their chunks' scales into sc).
+  auto load_tile = [&](uint4 (&buf)[kPassU], float (&sc)[kPassU], int t) {
+    const int n = column(t), nn = n < a.N ? n : 0;
+    const int c0 = (t % tiles_per_col) * 32 * kPassU + lane;
+    const uint4* w = I8 ? reinterpret_cast<const uint4*>(a.w8) + int64_t(nn) * chunks
+                        : reinterpret_cast<const uint4*>(a.w) + int64_t(nn) * chunks;
+#pragma unroll
+    for (int u = 0; u < kPassU; ++u) {
+      buf[u] = n < a.N ? __ldcs(w + c0 + 32 * u) : make_uint4(0u, 0u, 0u, 0u);
+      if constexpr (I8) sc[u] = n < a.N ? __ldg(a.scales + int64_t(nn) * row_groups + ((c0 + 32 * u) >> gshift)) : 0.f;
+    }
+  };
+  uint4 A[kPassU], B[kPassU];
+  float sa[kPassU] = {}, sb[kPassU] = {};
+  if (tiles > 0) load_tile(A, sa, 0);
+  pdl_wait();
+  pdl_launch_dependents();
+  stage_normed_row(a, 0, staged, squares[warp]);
+  __syncthreads();
+  float ss = 0.f;
+#pragma unroll
+  for (int k = 0; k < kWarps; ++k) ss += squares[k];
+  const float scale = rsqrtf(ss / float(a.K) + a.eps);
+  Out* out = static_cast<Out*>(a.out);
+  float acc = 0.f;
+  auto consume = [&](const uint4 (&buf)[kPassU], const float (&sc)[kPassU], int t) {
+    const int c0 = (t % tiles_per_col) * 32 * kPassU + lane;
+#pragma unroll
+    for (int u = 0; u < kPassU; ++u) chunk_accumulate<I8>(acc, buf[u], staged, c0 + 32 * u, I8 ? sc[u] : 0.f);
+    if (t % tiles_per_col == tiles_per_col - 1) {  // the column's last tile
+      acc = warp_sum(acc);
+      const int n = column(t);
+      if (lane == 0 && n < a.N) {
+        if constexpr (sizeof(Out) == 4) out[n] = acc * scale;
+        else out[n] = to_bf16(acc * scale);
+      }
+      acc = 0.f;
+    }
+  };
+#pragma unroll 1
+  for (int t = 0; t < tiles; t += 2) {
+    if (t + 1 < tiles) load_tile(B, sb, t + 1);
+    consume(A, sa, t);
+    if (t + 2 < tiles) load_tile(A, sa, t + 2);
+    if (t + 1 < tiles) consume(B, sb, t + 1);
+  }
 }
 
 using GemvKernel = void (*)(GemvArgs);
@@ -474,12 +567,28 @@ bool gemv_applies(const GemvArgs& a) {
   return false;
 }
 
+bool gemv_passes_applies(const GemvArgs& a) {
+  const int64_t chunks = a.w8 != nullptr ? a.K / 16 : a.K / 8;
+  return a.passes_grid > 0 && a.M == 1 && a.norm_w != nullptr && a.mode == GemvMode::plain &&
+         a.rope.q_out == nullptr && chunks % (32 * kPassU) == 0 && int64_t(a.K) * 2 <= kGemvMaxStagedBytes;
+}
+
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream) {
   if (!gemv_applies(a))
     return bad_launch("gemv", "needs M = 1, K % 8 == 0, 16-byte aligned x and w (and norm weights), a bf16 output "
                               "to add into or apply SwiGLU to, no norm in add mode, and for RoPE a norm, plain mode "
                               "and N = (nq + 2 nkv) * hd with hd even");
   static_assert(kGemvMaxRows == 1, "instantiate the kernel for every dispatched row count");
+  if (gemv_passes_applies(a)) {
+    const int groups = ceil_div(a.N, kWarps);
+    const dim3 grid(unsigned(groups < a.passes_grid ? groups : a.passes_grid));
+    const size_t smem = size_t(a.K) * 2;
+    const bool i8 = a.w8 != nullptr;
+    const GemvKernel k = a.out_f32 ? (i8 ? gemv_passes_kernel<float, true> : gemv_passes_kernel<float, false>)
+                                   : (i8 ? gemv_passes_kernel<bf16, true> : gemv_passes_kernel<bf16, false>);
+    PHOTON_CUDA_TRY(launch_kernel(k, grid, dim3(kThreads), smem, stream, a));
+    return {};
+  }
   PHOTON_CUDA_TRY(launch_m<1>(a, stream));
   return {};
 }

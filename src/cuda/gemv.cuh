@@ -112,12 +112,20 @@ struct GemvArgs {
   const int8_t* w8 = nullptr;
   const float* scales = nullptr;
   int32_t group = 0;
+  // > 0: a product of one row with a norm in plain mode whose rows are a multiple of 128 16-byte
+  // chunks (bf16 K % 1024 == 0, int8 K % 2048 == 0) runs as at most this many blocks, each staging x
+  // once and streaming many column groups with the next tile of loads in flight through each
+  // column's epilogue (gemv.cu, gemv_passes_kernel; CudaBackendOptions::gemv_passes_*). Other
+  // launches ignore it. Results are bit-identical either way.
+  int32_t passes_grid = 0;
 };
 
 // Whether the GEMV kernel serves this product (M <= kGemvMaxRows, K % 8 == 0, 16-byte aligned x and w;
 // add, silu: a bf16 out; norm: plain or silu mode, 16-byte aligned norm weights; norm or stage_x:
 // M*K <= 16384; rope: as above; w8: as above, with w null and x staged).
 bool gemv_applies(const GemvArgs& a);
+// Whether a launch that gemv_applies serves runs as gemv_passes_kernel (GemvArgs::passes_grid).
+bool gemv_passes_applies(const GemvArgs& a);
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream);
 
 }  // namespace photon::cuda

@@ -99,6 +99,13 @@ inline DeviceTensor poisoned(Backend& b, DType dt, std::initializer_list<int64_t
   return upload(b, std::vector<float>(size_t(n), std::numeric_limits<float>::quiet_NaN()), dt, dims);
 }
 
+// A bf16 (or f32) weight over d's tensor, without int8 scales.
+inline Weight weight_of(const DeviceTensor& d) {
+  Weight w;
+  w.w = d.t;
+  return w;
+}
+
 inline std::vector<float> download(Backend& b, const Tensor& t) {
   std::vector<uint8_t> bytes(t.nbytes());
   REQUIRE(b.copy_to_host(bytes.data(), t.data, bytes.size()).has_value());

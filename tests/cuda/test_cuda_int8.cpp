@@ -395,3 +395,82 @@ TEST_CASE("cuda int8 one-row GEMV (x staged, the norm and SwiGLU inside) matches
     }
   }
 }
+
+TEST_CASE("cuda one-row normed GEMV in passes (CudaBackendOptions::gemv_passes_min_n) matches the plain launch "
+          "bit for bit and the CPU, bf16 and int8 weights",
+          "[cuda]") {
+  // gemv_passes_kernel: one wave of blocks, each staging x * norm_w once and streaming many column
+  // groups. Rows of a multiple of 128 chunks (bf16 K % 1024, int8 K % 2048), one tile per column
+  // (the dispatched rows of 2 KB) and two (bf16 K = 2048, int8 K = 4096: past the default row bound,
+  // lifted here); N past the grid's 4 blocks per SM of 8 columns (many groups per block), N not a
+  // multiple of 8, and N below one group per block. Where the plain launch has one warp per column (N >= 8192, or K = 1024, or int8)
+  // the results are bit-identical; both are within the pair's tolerances of the CPU.
+  const bool early = GENERATE(false, true);
+  CAPTURE(early);
+  using E = CudaBackendOptions::GemvEarly;
+  auto passes = cuda_backend(CudaBackendOptions{.gemv_early_weights = early ? E::all : E::none,
+                                                .gemv_passes_min_n = 1,
+                                                .gemv_passes_max_row_bytes = 1 << 20,
+                                                .int8_one_row_gemv = true});
+  auto plain = cuda_backend(CudaBackendOptions{.gemv_early_weights = early ? E::all : E::none,
+                                               .gemv_passes_min_n = 0,
+                                               .int8_one_row_gemv = true});
+  auto cpu = cpu_reference();
+  std::mt19937 rng(53);
+  const float eps = 1e-5f;
+  struct Shape {
+    int64_t N, K;
+    int32_t group;  // 0: bf16 weights
+  };
+  for (Shape s : {Shape{151936, 1024, 0}, Shape{8203, 1024, 0}, Shape{40000, 2048, 0}, Shape{300, 1024, 0},
+                  Shape{128256, 2048, 128}, Shape{5003, 2048, 64}, Shape{9000, 4096, 128}, Shape{100, 2048, 2048}}) {
+    CAPTURE(s.N, s.K, s.group);
+    const auto x = bf16_rounded(random_vec(rng, size_t(s.K), -2.f, 2.f));
+    const auto g = bf16_rounded(random_vec(rng, size_t(s.K), 0.5f, 1.5f));
+    DeviceTensor cx = upload(*cpu, x, DType::f32, {1, s.K});
+    DeviceTensor cg = upload(*cpu, g, DType::f32, {s.K});
+    DeviceTensor ch = poisoned(*cpu, DType::f32, {1, s.K});
+    DeviceTensor cout = poisoned(*cpu, DType::f32, {1, s.N});
+    std::vector<float> outs[2][2];  // [passes, plain][bf16, f32 out]
+    if (s.group > 0) {
+      const HostInt8 h = random_int8(rng, s.N, s.K, s.group);
+      const DeviceInt8 cw = upload_int8(*cpu, h);
+      REQUIRE(cpu->rmsnorm_matmul(cout.t, cx.t, cg.t, eps, cw.weight(), ch.t).has_value());
+      for (int b = 0; b < 2; ++b) {
+        Backend& gpu = b == 0 ? *passes : *plain;
+        const DeviceInt8 gw = upload_int8(gpu, h);
+        DeviceTensor gx = upload(gpu, x, DType::bf16, {1, s.K});
+        DeviceTensor gg = upload(gpu, g, DType::bf16, {s.K});
+        DeviceTensor gh = poisoned(gpu, DType::bf16, {1, s.K});
+        for (int f = 0; f < 2; ++f) {
+          DeviceTensor o = poisoned(gpu, f ? DType::f32 : DType::bf16, {1, s.N});
+          REQUIRE(gpu.rmsnorm_matmul(o.t, gx.t, gg.t, eps, gw.weight(), gh.t).has_value());
+          outs[b][f] = download(gpu, o.t);
+        }
+      }
+    } else {
+      const auto w = bf16_rounded(random_vec(rng, size_t(s.N * s.K), -0.2f, 0.2f));
+      DeviceTensor cw = upload(*cpu, w, DType::bf16, {s.N, s.K});
+      REQUIRE(cpu->rmsnorm_matmul(cout.t, cx.t, cg.t, eps, weight_of(cw), ch.t).has_value());
+      for (int b = 0; b < 2; ++b) {
+        Backend& gpu = b == 0 ? *passes : *plain;
+        DeviceTensor gw = upload(gpu, w, DType::bf16, {s.N, s.K});
+        DeviceTensor gx = upload(gpu, x, DType::bf16, {1, s.K});
+        DeviceTensor gg = upload(gpu, g, DType::bf16, {s.K});
+        DeviceTensor gh = poisoned(gpu, DType::bf16, {1, s.K});
+        for (int f = 0; f < 2; ++f) {
+          DeviceTensor o = poisoned(gpu, f ? DType::f32 : DType::bf16, {1, s.N});
+          REQUIRE(gpu.rmsnorm_matmul(o.t, gx.t, gg.t, eps, weight_of(gw), gh.t).has_value());
+          outs[b][f] = download(gpu, o.t);
+        }
+      }
+    }
+    const auto ref = download(*cpu, cout.t);
+    CHECK(rel_error(outs[0][0], ref) < 2 * kBf16OutputTol);
+    CHECK(rel_error(outs[0][1], ref) < kBf16OutputTol);
+    if (s.group > 0 || s.N >= 8192 || s.K == 1024) {
+      CHECK(outs[0][0] == outs[1][0]);
+      CHECK(outs[0][1] == outs[1][1]);
+    }
+  }
+}

@@ -13,16 +13,6 @@
 using namespace photon;
 using namespace photon::test;
 
-namespace {
-
-Weight weight_of(const DeviceTensor& d) {
-  Weight w;
-  w.w = d.t;
-  return w;
-}
-
-}  // namespace
-
 TEST_CASE("cuda embed gathers table rows exactly", "[cuda]") {
   auto gpu = cuda_backend();
   std::mt19937 rng(11);

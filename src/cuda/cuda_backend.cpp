@@ -382,24 +382,32 @@ class CudaBackend final : public Backend {
     if (a.single_pass_heads > 0 && !cuda::decode_attention_single_pass_applies(a)) a.single_pass_heads = 0;
   }
 
-  // The decode kernel's arguments for out / q [S, nq, hd] over `cache` (one query per sequence, row
-  // s is sequence s), its split workspace grown when needed.
-  Result<cuda::DecodeAttentionArgs> decode_attention_args(Tensor out, Tensor q, KvLayer cache, const StepPlanView& plan,
-                                                          float scale, const CacheShape& cs, int64_t nq) {
-    const int64_t S = plan.num_seqs, hd = cs.hd;
-    cuda::DecodeAttentionArgs a;
+  // The fields the decode and prefill attention arguments share: out / q [T, nq, hd] over the paged
+  // `cache` of shape cs, the plan's block tables and context lengths.
+  template <class Args>
+  static void set_paged_attention(Args& a, Tensor out, Tensor q, KvLayer cache, const StepPlanView& plan,
+                                  const CacheShape& cs, int64_t nq) {
     a.out = bf(out);
     a.q = bf(q);
     a.k_cache = bf(cache.k);
     a.v_cache = bf(cache.v);
     a.block_tables = plan.block_tables;
     a.context_lens = plan.context_lens;
-    a.num_seqs = int32_t(S);
+    a.num_seqs = plan.num_seqs;
     a.num_q_heads = int32_t(nq);
     a.num_kv_heads = int32_t(cs.nkv);
-    a.head_dim = int32_t(hd);
+    a.head_dim = int32_t(cs.hd);
     a.block_size = int32_t(cs.bs);
     a.max_blocks_per_seq = plan.max_blocks_per_seq;
+  }
+
+  // The decode kernel's arguments for out / q [S, nq, hd] over `cache` (one query per sequence, row
+  // s is sequence s), its split workspace grown when needed.
+  Result<cuda::DecodeAttentionArgs> decode_attention_args(Tensor out, Tensor q, KvLayer cache, const StepPlanView& plan,
+                                                          float scale, const CacheShape& cs, int64_t nq) {
+    const int64_t S = plan.num_seqs;
+    cuda::DecodeAttentionArgs a;
+    set_paged_attention(a, out, q, cache, plan, cs, nq);
     // Clusters hold at most 8 splits; past 2048 keys (the longest context the staged block-table
     // width allows; graphs are keyed by it) 16 splits merged through the workspace measured faster.
     // A cluster's blocks share one GPC, so clusters are used only while their grid fits in one
@@ -503,7 +511,7 @@ class CudaBackend final : public Backend {
   Result<void> attention(Tensor out, Tensor q, KvLayer cache, const StepPlanView& plan, float scale) override {
     const char* op = "attention";
     PHOTON_ASSIGN_OR_RETURN(const AttentionShape sh, attention_shape(op, out, q, cache, plan, scale));
-    const int64_t S = plan.num_seqs, hd = sh.cs.hd, nq = sh.nq;
+    const int64_t nq = sh.nq;
     const CacheShape& cs = sh.cs;
     if (plan.num_tokens == 0) return {};
     if (is_decode(plan)) {  // one query per sequence, row s is sequence s
@@ -519,20 +527,9 @@ class CudaBackend final : public Backend {
       tiles += (int64_t(info.query_start[s + 1] - info.query_start[s]) * G + cuda::kPrefillTileRows - 1) /
                cuda::kPrefillTileRows;
     cuda::PrefillAttentionArgs a;
-    a.out = bf(out);
-    a.q = bf(q);
-    a.k_cache = bf(cache.k);
-    a.v_cache = bf(cache.v);
+    set_paged_attention(a, out, q, cache, plan, cs, nq);
     a.query_start = plan.query_start;
     a.positions = plan.positions;
-    a.context_lens = plan.context_lens;
-    a.block_tables = plan.block_tables;
-    a.num_seqs = int32_t(S);
-    a.num_q_heads = int32_t(nq);
-    a.num_kv_heads = int32_t(cs.nkv);
-    a.head_dim = int32_t(hd);
-    a.block_size = int32_t(cs.bs);
-    a.max_blocks_per_seq = plan.max_blocks_per_seq;
     a.num_tiles = int32_t(tiles);
     a.scale = scale;
     return cuda::launch_prefill_attention(a, stream_);

@@ -484,6 +484,8 @@ TEST_CASE("cuda backend: bad single-pass attention and GEMV options are invalid_
   CHECK(refused(CudaBackendOptions{.attention_single_pass_max_seqs = -1}));
   for (int32_t chunks : {0, 9}) CHECK(refused(CudaBackendOptions{.gemv_early_chunks = chunks}));
   for (int32_t unroll : {0, 6, 16}) CHECK(refused(CudaBackendOptions{.gemv_unroll_silu = unroll}));
+  CHECK(refused(CudaBackendOptions{.gemv_passes_min_n = -1}));
+  CHECK(refused(CudaBackendOptions{.gemv_passes_max_row_bytes = -1}));
 }
 
 // attention_single_pass_max_seqs > 1: ragged batches of a few sequences in one single-pass launch

@@ -75,8 +75,8 @@ struct CudaBackendOptions {
   // One-row products with a norm in plain mode (the LM head) with at least gemv_passes_min_n
   // outputs (0: none) and rows of at most gemv_passes_max_row_bytes run as one wave of blocks (4
   // per SM) that stage x once and stream many column groups, the next tile of loads in flight
-  // through each column's epilogue (GemvArgs::passes_grid), where a row is a multiple of 128 16-byte
-  // chunks (bf16 K % 1024 == 0, int8 K % 2048 == 0). A block of the plain launch streams only 16 KB
+  // through each column's epilogue (GemvArgs::passes_grid), where a row is a multiple of 64 16-byte
+  // chunks (bf16 K % 512 == 0, int8 K % 1024 == 0). A block of the plain launch streams only 16 KB
   // of 2 KB rows against its x staging: Qwen3-0.6B's bf16 LM head measured 1.3% faster per token
   // with it, Llama-3.2-1B's int8 LM head (K = 2048) 2.3% (docs/performance.md, row 97); 4 KB rows
   // (Llama-3.2-1B's bf16 head) measured 0.5% slower (row 79). Results are bit-identical either way.

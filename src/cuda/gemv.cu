@@ -355,20 +355,21 @@ __global__ void __launch_bounds__(kThreads, 4) gemv_staged_kernel(GemvArgs a) {
 }
 
 // Passes (GemvArgs::passes_grid; gemv_passes_applies: one row, a norm, plain mode, a row of a
-// multiple of 128 chunks): a grid of at most passes_grid blocks; block b stages x * norm_w once and
+// multiple of 64 chunks): a grid of at most passes_grid blocks; block b stages x * norm_w once and
 // streams the column groups b, b + grid, ... (kWarps columns each, one warp per column). A warp's
-// weight loads form a chain of tiles of kPassU 16-byte loads per lane (a column of 128 chunks is one
-// tile: bf16 K = 1024, int8 K = 2048), tile t + 1 issued before tile t is consumed, so that 4 to 8
-// loads per lane stay in flight through every column's warp sum and store; tile 0 is issued before
-// pdl_wait(). Per column the lane's chunk order and the warp sum are gemv_body's at KS = 1 and
-// rounds of 4: results bit-identical to a plain launch with one warp per column (N >= 8192).
+// weight loads form a chain of tiles of P 16-byte loads per lane (4 where a row is a multiple of 128
+// chunks, else 2: a column of 128 chunks is one tile of 4, bf16 K = 1024 or int8 K = 2048; of 64
+// chunks one tile of 2, int8 K = 1024), tile t + 1 issued before tile t is consumed, so that P to
+// 2P loads per lane stay in flight through every column's warp sum and store; tile 0 is issued
+// before pdl_wait(). Per column the lane's chunk order and the warp sum are gemv_body's at KS = 1
+// and rounds of 4: results bit-identical to a plain launch with one warp per column (N >= 8192).
 // Why: a block of gemv_body serves 8 columns; where a column is 2 KB (Qwen3-0.6B's bf16 LM head,
 // the int8 LM head at K = 2048) that is 16 KB of weights per block against x and the norm weights
 // staged from L2 and a block's start and end, and the product streams at ~2.6-3.0 TB/s (rows 90, 97).
 // Bytes as the plain launch, less x and norm_w re-read from L2 by every group (K * 4 per group).
-constexpr int kPassU = 4;
-template <class Out, bool I8>
+template <class Out, bool I8, int P>
 __global__ void __launch_bounds__(kThreads, 4) gemv_passes_kernel(GemvArgs a) {
+  constexpr int kPassU = P;
   const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemv, 4u | (unsigned(XRows::normed) << 3) | (I8 ? 64u : 0u) | 128u, a.N, a.K));
   __shared__ float squares[kWarps];
   extern __shared__ uint4 staged[];  // [K / 8] chunks of x * norm_w
@@ -567,10 +568,12 @@ bool gemv_applies(const GemvArgs& a) {
   return false;
 }
 
+// 16-byte chunks of a passes launch's rows.
+int64_t gemv_passes_chunks(const GemvArgs& a) { return a.w8 != nullptr ? a.K / 16 : a.K / 8; }
+
 bool gemv_passes_applies(const GemvArgs& a) {
-  const int64_t chunks = a.w8 != nullptr ? a.K / 16 : a.K / 8;
   return a.passes_grid > 0 && a.M == 1 && a.norm_w != nullptr && a.mode == GemvMode::plain &&
-         a.rope.q_out == nullptr && chunks % (32 * kPassU) == 0 && int64_t(a.K) * 2 <= kGemvMaxStagedBytes;
+         a.rope.q_out == nullptr && gemv_passes_chunks(a) % 64 == 0 && int64_t(a.K) * 2 <= kGemvMaxStagedBytes;
 }
 
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream) {
@@ -583,9 +586,12 @@ Status launch_gemv(const GemvArgs& a, cudaStream_t stream) {
     const int groups = ceil_div(a.N, kWarps);
     const dim3 grid(unsigned(groups < a.passes_grid ? groups : a.passes_grid));
     const size_t smem = size_t(a.K) * 2;
-    const bool i8 = a.w8 != nullptr;
-    const GemvKernel k = a.out_f32 ? (i8 ? gemv_passes_kernel<float, true> : gemv_passes_kernel<float, false>)
-                                   : (i8 ? gemv_passes_kernel<bf16, true> : gemv_passes_kernel<bf16, false>);
+    const bool i8 = a.w8 != nullptr, p4 = gemv_passes_chunks(a) % 128 == 0;
+    const GemvKernel k =
+        a.out_f32 ? (i8 ? (p4 ? gemv_passes_kernel<float, true, 4> : gemv_passes_kernel<float, true, 2>)
+                        : (p4 ? gemv_passes_kernel<float, false, 4> : gemv_passes_kernel<float, false, 2>))
+                  : (i8 ? (p4 ? gemv_passes_kernel<bf16, true, 4> : gemv_passes_kernel<bf16, true, 2>)
+                        : (p4 ? gemv_passes_kernel<bf16, false, 4> : gemv_passes_kernel<bf16, false, 2>));
     PHOTON_CUDA_TRY(launch_kernel(k, grid, dim3(kThreads), smem, stream, a));
     return {};
   }

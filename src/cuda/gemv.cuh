@@ -112,8 +112,8 @@ struct GemvArgs {
   const int8_t* w8 = nullptr;
   const float* scales = nullptr;
   int32_t group = 0;
-  // > 0: a product of one row with a norm in plain mode whose rows are a multiple of 128 16-byte
-  // chunks (bf16 K % 1024 == 0, int8 K % 2048 == 0) runs as at most this many blocks, each staging x
+  // > 0: a product of one row with a norm in plain mode whose rows are a multiple of 64 16-byte
+  // chunks (bf16 K % 512 == 0, int8 K % 1024 == 0) runs as at most this many blocks, each staging x
   // once and streaming many column groups with the next tile of loads in flight through each
   // column's epilogue (gemv.cu, gemv_passes_kernel; CudaBackendOptions::gemv_passes_*). Other
   // launches ignore it. Results are bit-identical either way.

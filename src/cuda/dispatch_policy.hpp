@@ -31,7 +31,7 @@ inline bool is_decode(const StepPlanView& plan) { return plan.max_query_len == 1
 // K = 4096 it measured 1.7% faster per decode step than the GEMV + silu_mul pair (row 28); at
 // Llama-3.2-1B's K = 2048, with the GEMV's early weights (row 54), 2.5% faster than gemv_skinny's
 // SwiGLU mode (row 55); at Qwen3-0.6B's K = 1024, with the norm folded in (no rmsnorm kernel),
-// 3.5% faster (row 94).
+// 2.0% faster in bf16 and 5.3% with int8 weights against main's build (row 94; 3-4% as a knob).
 constexpr int64_t kSwiGluGemvMinK = 1024;
 
 // The environment variable `name` as an integer when set and >= min_value, else fallback (measurement knobs).

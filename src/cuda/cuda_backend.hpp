@@ -78,8 +78,10 @@ struct CudaBackendOptions {
   // through each column's epilogue (GemvArgs::passes_grid), where a row is a multiple of 64 16-byte
   // chunks (bf16 K % 512 == 0, int8 K % 1024 == 0). A block of the plain launch streams only 16 KB
   // of 2 KB rows against its x staging: Qwen3-0.6B's bf16 LM head measured 1.3% faster per token
-  // with it, Llama-3.2-1B's int8 LM head (K = 2048) 2.3% (docs/performance.md, row 97); 4 KB rows
-  // (Llama-3.2-1B's bf16 head) measured 0.5% slower (row 79). Results are bit-identical either way.
+  // with it, Llama-3.2-1B's int8 LM head (K = 2048) 2.3% (docs/performance.md, row 97), Qwen3-0.6B's
+  // int8 head (K = 1024: 1 KB rows) 3.3-4.5% (row 98); 4 KB rows (Llama-3.2-1B's bf16 head) measured
+  // 0.5-1.0% slower (rows 79, 101), and grids of 2 or 3 blocks per SM 3-12% slower (row 101).
+  // Results are bit-identical either way.
   // PHOTON_CUDA_GEMV_PASSES_MIN_N and PHOTON_CUDA_GEMV_PASSES_MAX_ROW_BYTES override them
   // (measurements; a minimum of 0 turns it off).
   int64_t gemv_passes_min_n = 65536;

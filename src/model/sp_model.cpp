@@ -57,45 +57,42 @@ struct NormalizerFlags {
   std::string unk_surface{kUnknownSurface};  // TrainerSpec.unk_surface (decoded text of <unk>)
 };
 
-bool read_normalizer_flags(std::string_view proto, NormalizerFlags& flags) {
-  WireReader r{proto};
-  uint32_t num, wire;
-  uint64_t v;
+// Calls f(number, wire, value, bytes) for each top-level field of the message `s` (bytes: the
+// payload of a length-delimited field, value: a varint's value or that payload's length); false
+// when the message is malformed.
+template <class F>
+bool for_each_field(std::string_view s, F&& f) {
+  WireReader r{s};
+  uint32_t number, wire;
+  uint64_t value;
   std::string_view bytes;
-  while (r.i < proto.size()) {
-    if (!r.field(num, wire, v, bytes)) return false;
-    if (wire != 2) continue;
-    if (num == 2) {  // ModelProto.trainer_spec
-      WireReader t{bytes};
-      uint32_t tn, tw;
-      uint64_t tv;
-      std::string_view tb;
-      while (t.i < bytes.size()) {
-        if (!t.field(tn, tw, tv, tb)) return false;
-        if (tw == 2 && tn == 44) flags.unk_surface = std::string(tb);
-      }
-    } else if (num == 3) {  // ModelProto.normalizer_spec
-      WireReader n{bytes};
-      uint32_t nn, nw;
-      uint64_t nv;
-      std::string_view nb;
-      while (n.i < bytes.size()) {
-        if (!n.field(nn, nw, nv, nb)) return false;
-        if (nw == 0 && nn == 3) flags.add_dummy_prefix = nv != 0;
-        if (nw == 0 && nn == 4) flags.remove_extra_whitespaces = nv != 0;
-      }
-    } else if (num == 5) {  // ModelProto.denormalizer_spec
-      WireReader n{bytes};
-      uint32_t nn, nw;
-      uint64_t nv;
-      std::string_view nb;
-      while (n.i < bytes.size()) {
-        if (!n.field(nn, nw, nv, nb)) return false;
-        if (nw == 2 && nn == 2 && !nb.empty()) flags.has_denormalizer = true;  // precompiled_charsmap
-      }
-    }
+  while (r.i < s.size()) {
+    if (!r.field(number, wire, value, bytes)) return false;
+    f(number, wire, value, bytes);
   }
   return true;
+}
+
+bool read_normalizer_flags(std::string_view proto, NormalizerFlags& flags) {
+  bool ok = true;
+  const bool top = for_each_field(proto, [&](uint32_t num, uint32_t wire, uint64_t, std::string_view bytes) {
+    if (wire != 2) return;
+    if (num == 2) {  // ModelProto.trainer_spec
+      ok = ok && for_each_field(bytes, [&](uint32_t n, uint32_t w, uint64_t, std::string_view b) {
+             if (w == 2 && n == 44) flags.unk_surface = std::string(b);
+           });
+    } else if (num == 3) {  // ModelProto.normalizer_spec
+      ok = ok && for_each_field(bytes, [&](uint32_t n, uint32_t w, uint64_t v, std::string_view) {
+             if (w == 0 && n == 3) flags.add_dummy_prefix = v != 0;
+             if (w == 0 && n == 4) flags.remove_extra_whitespaces = v != 0;
+           });
+    } else if (num == 5) {  // ModelProto.denormalizer_spec
+      ok = ok && for_each_field(bytes, [&](uint32_t n, uint32_t w, uint64_t, std::string_view b) {
+             if (w == 2 && n == 2 && !b.empty()) flags.has_denormalizer = true;  // precompiled_charsmap
+           });
+    }
+  });
+  return top && ok;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // file_not_found with a message naming the file and the field.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "tokenizer_test_util.hpp"
 
@@ -238,4 +239,29 @@ TEST_CASE("an unsupported tokenizer.json beside tokenizer.model falls back to Se
   // A malformed (not merely unsupported) tokenizer.json is still an error.
   d.write("tokenizer.json", "{\"model\": ");
   CHECK(load_error(d).code == Errc::bad_json);
+}
+
+TEST_CASE("a SentencePiece model's unk_surface is read from its trainer_spec", "[model]") {
+  // The flags photon reads from the model proto itself (sp_model.cpp, read_normalizer_flags): a
+  // trainer_spec field appended to stories260K's model (protobuf merges repeated embedded messages,
+  // so the later unk_surface, field 44, wins) changes how <unk> (id 0) decodes.
+  TempDir d("unk_surface");
+  std::ifstream in(fs::path(photon::test::stories_dir()) / "tokenizer.model", std::ios::binary);
+  std::string proto((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(!proto.empty());
+  d.write("tokenizer.model", proto);
+  auto plain = Tokenizer::load(d.path.string());
+  REQUIRE(plain.has_value());
+  const std::vector<int32_t> unk{0};
+  // stories260K's trainer_spec stores the surface as escaped text (docs/tokenizer.md), as the
+  // library decodes it.
+  CHECK(*plain->decode(unk) == " \\342\\201\\207 ");
+  // ModelProto field 2 (trainer_spec, length 6) holding field 44 (key 354: E2 02), length 3, "<?>".
+  const std::string appended = std::string("\x12\x06\xE2\x02\x03", 5) + "<?>";
+  d.write("tokenizer.model", proto + appended);
+  auto changed = Tokenizer::load(d.path.string());
+  INFO((changed ? "" : changed.error().message));
+  REQUIRE(changed.has_value());
+  CHECK(*changed->decode(unk) == "<?>");
+  CHECK(*changed->encode("Once upon a time") == std::vector<int32_t>{1, 403, 407, 261, 378});
 }

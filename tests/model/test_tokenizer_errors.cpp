@@ -243,8 +243,8 @@ TEST_CASE("an unsupported tokenizer.json beside tokenizer.model falls back to Se
 
 TEST_CASE("a SentencePiece model's unk_surface is read from its trainer_spec", "[model]") {
   // The flags photon reads from the model proto itself (sp_model.cpp, read_normalizer_flags): a
-  // trainer_spec field appended to stories260K's model (protobuf merges repeated embedded messages,
-  // so the later unk_surface, field 44, wins) changes how <unk> (id 0) decodes.
+  // trainer_spec field appended to stories260K's model (a singular message field that occurs twice
+  // is merged, and within it the later unk_surface, field 44, wins) changes how <unk> (id 0) decodes.
   TempDir d("unk_surface");
   std::ifstream in(fs::path(photon::test::stories_dir()) / "tokenizer.model", std::ios::binary);
   std::string proto((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -16,6 +16,16 @@ Result<void> Backend::run_step_sampled(const BatchPlan& plan, const StepForward&
   return sample(logits, batch, out);
 }
 
+Result<void> Backend::launch_step_sampled(const BatchPlan& plan, const StepForward& forward, const SampleBatch& batch,
+                                          const SampleOutput& out, std::span<const int32_t> prev_rows) {
+  if (batch.num_rows > 0 && out.token_ids == nullptr)
+    return fail(Errc::invalid_argument, "launch_step_sampled: out.token_ids is required");
+  return sync_steps_.launch(plan, prev_rows, out.token_ids, batch.num_rows,
+                            [&](const BatchPlan& p) { return run_step_sampled(p, forward, batch, out); });
+}
+
+Result<void> Backend::finish_step_sampled() { return sync_steps_.finish(); }
+
 Result<void> Backend::rope_attention(Tensor out, Tensor q, Tensor qkv, const StepPlanView& plan, Tensor inv_freq,
                                      Tensor q_norm, Tensor k_norm, float eps, KvLayer cache, float scale) {
   PHOTON_TRY(rope_qkv(q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache));

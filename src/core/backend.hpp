@@ -25,6 +25,7 @@
 
 #include "core/batch_plan.hpp"
 #include "core/sampling.hpp"
+#include "core/sync_step_queue.hpp"
 #include "core/tensor.hpp"
 #include "photon/result.hpp"
 
@@ -174,6 +175,28 @@ class Backend {
   virtual Result<void> run_step_sampled(const BatchPlan& plan, const StepForward& forward, const SampleBatch& batch,
                                         const SampleOutput& out);
 
+  // ---- overlapped steps (docs/step-overlap.md, stage 2) -----------------------------------------
+  // run_step_sampled in two halves, so that a caller can issue step N + 1 before it reads step N's
+  // tokens and do its own work (scheduling, detokenizing) while the device runs.
+  // launch_step_sampled issues the step; finish_step_sampled waits for the oldest launched step not
+  // yet finished and leaves its outputs in the `out` it was launched with. `out`'s arrays must stay
+  // valid until then; plan and batch may be reused as soon as the launch returns.
+  // prev_rows: empty, or plan.num_tokens() entries; token t with prev_rows[t] = r >= 0 takes as its
+  // input the id that row r of the step launched just before this one samples (that step must not
+  // be finished yet; plan.input_ids[t] is ignored). This is how a decode row names a token the
+  // host has not seen.
+  // At most two steps are launched and not finished. Errors: a launch error (invalid_argument for
+  // misuse, the checks of run_step_sampled) leaves nothing launched; an error of the step's run
+  // comes from its finish_step_sampled, as does every error when the previous step failed and
+  // this one needed its ids.
+  // The default runs the whole step inside the launch (run_step_sampled) and keeps its status for
+  // the finish; overlaps_steps() says whether a backend does better (CUDA: the launch returns
+  // once the step is queued on its stream).
+  virtual Result<void> launch_step_sampled(const BatchPlan& plan, const StepForward& forward, const SampleBatch& batch,
+                                           const SampleOutput& out, std::span<const int32_t> prev_rows = {});
+  virtual Result<void> finish_step_sampled();
+  virtual bool overlaps_steps() const noexcept { return false; }
+
   // ---- ops ----------------------------------------------------------------
   // out[T,H] = table.w[ids[t], :]  (ids staged: plan.input_ids)
   virtual Result<void> embed(Tensor out, const Weight& table, const StepPlanView& plan) = 0;
@@ -263,6 +286,9 @@ class Backend {
   friend class Buffer;
   // Frees memory returned by allocate(); never fails, accepts nullptr.
   virtual void release(void* ptr) noexcept = 0;
+
+ private:
+  SyncStepQueue sync_steps_;  // the default launch_step_sampled's steps
 };
 
 inline Buffer::~Buffer() {

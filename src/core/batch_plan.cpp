@@ -60,6 +60,22 @@ void BatchPlan::finalize() {
   pending_block_counts_.clear();
 }
 
+Result<void> BatchPlan::take_previous_ids(std::span<const int32_t> prev_rows, std::span<const int32_t> prev_ids) {
+  if (prev_rows.empty()) return {};
+  if (prev_rows.size() != input_ids.size())
+    return fail(Errc::invalid_argument, "batch plan: " + std::to_string(prev_rows.size()) +
+                                            " previous-row entries for " + std::to_string(input_ids.size()) + " tokens");
+  for (size_t t = 0; t < prev_rows.size(); ++t) {
+    const int32_t r = prev_rows[t];
+    if (r < 0) continue;
+    if (size_t(r) >= prev_ids.size())
+      return fail(Errc::invalid_argument, "batch plan: token " + std::to_string(t) + " takes row " + std::to_string(r) +
+                                              " of a previous step that sampled " + std::to_string(prev_ids.size()));
+    input_ids[t] = prev_ids[size_t(r)];
+  }
+  return {};
+}
+
 Result<void> BatchPlan::validate(int32_t block_size, int32_t num_blocks) const {
   const int32_t T = num_tokens();
   const int32_t S = num_seqs();

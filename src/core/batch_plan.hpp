@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "photon/result.hpp"
@@ -46,6 +47,12 @@ struct BatchPlan {
   // slots inside the pool, block ids inside [0, num_blocks)). Used by tests
   // and by Backend implementations in debug builds.
   Result<void> validate(int32_t block_size, int32_t num_blocks) const;
+
+  // Overlapped steps (Backend::launch_step_sampled): token t with prev_rows[t] = r >= 0 takes
+  // prev_ids[r], the id row r of the previous step sampled, as its input id. prev_rows is empty
+  // (nothing to take) or has num_tokens() entries. Errors (invalid_argument): a size mismatch, a
+  // row outside prev_ids.
+  Result<void> take_previous_ids(std::span<const int32_t> prev_rows, std::span<const int32_t> prev_ids);
 
  private:
   std::vector<int32_t> pending_blocks_;  // ragged block tables before finalize()

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <optional>
 #include <span>
@@ -80,6 +81,8 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override {
     cudaSetDevice(options_.device);
     cudaStreamSynchronize(stream_);
+    for (cudaEvent_t e : done_events_)
+      if (e != nullptr) cudaEventDestroy(e);
     for (auto& [key, g] : graphs_) cudaGraphExecDestroy(g.exec);
     graphs_.clear();
     sampler_.reset();
@@ -174,6 +177,10 @@ class CudaBackend final : public Backend {
   Result<Tensor> run_step(const BatchPlan& plan, const StepForward& forward) override;
   Result<void> run_step_sampled(const BatchPlan& plan, const StepForward& forward, const SampleBatch& batch,
                                 const SampleOutput& out) override;
+  Result<void> launch_step_sampled(const BatchPlan& plan, const StepForward& forward, const SampleBatch& batch,
+                                   const SampleOutput& out, std::span<const int32_t> prev_rows) override;
+  Result<void> finish_step_sampled() override;
+  bool overlaps_steps() const noexcept override { return true; }
 
   // ---- ops ------------------------------------------------------------------
   Result<void> embed(Tensor out, const Weight& table, const StepPlanView& plan) override {
@@ -597,6 +604,7 @@ class CudaBackend final : public Backend {
   const std::string& device_name() const noexcept { return device_name_; }
   int64_t persistent_launches() const noexcept { return persistent_launches_; }
   int64_t sampled_graph_steps() const noexcept { return sampled_graph_steps_; }
+  int64_t device_id_steps() const noexcept { return device_id_steps_; }
   int64_t single_pass_attention_launches() const noexcept { return single_pass_attention_launches_; }
 
  protected:
@@ -896,6 +904,35 @@ class CudaBackend final : public Backend {
   // is then set). Errors of forward itself are returned.
   Result<StepGraph*> record(const GraphKey& key, const StepPlanView& view, const StepForward& forward);
 
+  // A step of launch_step_sampled, until its finish_step_sampled. Graph steps end with the
+  // one-pass sampler, whose results land in the sampler's result slot `slot` when `done` fires;
+  // other steps ran inside their launch and carry their status.
+  struct LaunchedStep {
+    bool graph = false;
+    bool completed = false;  // status holds the outcome; out holds the results when it is ok
+    Result<void> status;
+    int32_t slot = 0;
+    int32_t rows = 0;  // batch.num_rows
+    cudaEvent_t done = nullptr;  // graph steps: recorded after the graph (one of done_events_)
+    std::array<float, cuda::kOnePassMaxRows> temperatures{};  // graph steps: for the overflow message
+    SampleOutput out;
+  };
+  // A step that ran (or failed) inside its launch.
+  static LaunchedStep ran_here(Result<void> status, const SampleBatch& batch, const SampleOutput& out) {
+    LaunchedStep step;
+    step.completed = true;
+    step.status = std::move(status);
+    step.rows = batch.num_rows;
+    step.out = out;
+    return step;
+  }
+  // Waits for a graph step and reads its results into its out (once).
+  void complete(LaunchedStep& step);
+  // launch_step_sampled's graph path: `graph` found valid or recorded for `key`; ids_on_device:
+  // the previous graph step's sampler left this plan's input ids in the graph buffer.
+  Result<void> launch_graph_step(const GraphKey& key, StepGraph& graph, const BatchPlan& plan, const SampleBatch& batch,
+                                 const SampleOutput& out, bool ids_on_device);
+
   cuda::DeviceAllocator alloc_;  // first member: outlives every buffer below
   CudaBackendOptions options_;
   int32_t num_sms_;
@@ -911,6 +948,7 @@ class CudaBackend final : public Backend {
   Buffer persistent_sync_;      // decode_layers' grid barrier counters (zero between launches)
   int64_t persistent_launches_ = 0;
   int64_t sampled_graph_steps_ = 0;  // run_step_sampled steps replayed with the sampler inside
+  int64_t device_id_steps_ = 0;      // of those, steps whose input ids the step before left on the device
   int64_t single_pass_attention_launches_ = 0;  // decode attention launches of the single-pass kernel
   std::unique_ptr<cuda::Sampler> sampler_;
   std::unique_ptr<cuda::StepTrace> step_trace_;  // PHOTON_CUDA_STEP_TRACE: sampled graph steps traced
@@ -918,6 +956,12 @@ class CudaBackend final : public Backend {
   std::map<GraphKey, StepGraph> graphs_;
   bool graphs_failed_ = false;  // a capture failed once: run every step eagerly
   std::string device_name_;
+  std::deque<LaunchedStep> launched_;  // oldest first; at most two
+  std::array<cudaEvent_t, 2> done_events_{};  // graph steps' completion events, one per result slot
+  int32_t next_slot_ = 0;  // the sampler result slot of the next graph step
+  // The last launched step was a graph step whose sampler stored its `ids_rows` ids as the graph
+  // buffer's input ids (the next graph step may take them where they are).
+  int32_t ids_rows_ = 0;
 };
 
 std::optional<CudaBackend::GraphKey> CudaBackend::graph_key(const BatchPlan& plan) const {
@@ -935,6 +979,7 @@ std::optional<CudaBackend::GraphKey> CudaBackend::graph_key(const BatchPlan& pla
 Result<Tensor> CudaBackend::run_step(const BatchPlan& plan, const StepForward& forward) {
   PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
   const std::optional<GraphKey> key = graph_key(plan);
+  ids_rows_ = 0;  // a plan staged here replaces the graph buffer's input ids
   if (!key) return Backend::run_step(plan, forward);
   PHOTON_ASSIGN_OR_RETURN(const StepPlanView view, staging_.stage_padded(plan, key->bucket, key->width));
   auto it = graphs_.find(*key);
@@ -948,39 +993,124 @@ Result<Tensor> CudaBackend::run_step(const BatchPlan& plan, const StepForward& f
 
 Result<void> CudaBackend::run_step_sampled(const BatchPlan& plan, const StepForward& forward, const SampleBatch& batch,
                                           const SampleOutput& out) {
+  if (!launched_.empty())
+    return fail(Errc::invalid_argument, "run_step_sampled: launched steps are not finished");
+  PHOTON_TRY(launch_step_sampled(plan, forward, batch, out, {}));
+  return finish_step_sampled();
+}
+
+Result<void> CudaBackend::launch_step_sampled(const BatchPlan& plan, const StepForward& forward,
+                                             const SampleBatch& batch, const SampleOutput& out,
+                                             std::span<const int32_t> prev_rows) {
   PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
+  if (launched_.size() >= 2)
+    return fail(Errc::invalid_argument, "launch_step_sampled: two steps are launched and not finished");
+  if (!prev_rows.empty() && prev_rows.size() != size_t(plan.num_tokens()))
+    return fail(Errc::invalid_argument, "launch_step_sampled: prev_rows must be empty or one entry per token");
+  bool takes_ids = false, in_place = true;  // in place: token t takes row t
+  for (size_t t = 0; t < prev_rows.size(); ++t) {
+    takes_ids = takes_ids || prev_rows[t] >= 0;
+    in_place = in_place && prev_rows[t] == int32_t(t);
+  }
+  if (takes_ids && launched_.empty())
+    return fail(Errc::invalid_argument, "launch_step_sampled: tokens take previous ids, but no step is launched");
+
+  // The graph this step replays, if any (found or recorded; recording launches nothing).
   std::optional<GraphKey> key = options_.sample_in_graph ? graph_key(plan) : std::nullopt;
-  if (!key || batch.num_rows != plan.num_seqs() || out.token_ids == nullptr ||
-      !sampler_->graph_eligible(batch, key->bucket))
-    return Backend::run_step_sampled(plan, forward, batch, out);
-  key->sampled = true;
-  // The graph (recorded on first use over this plan's staging; recording launches nothing), then
-  // the rows' parameters validated against its vocabulary: a refused batch leaves no work behind.
+  if (key && (batch.num_rows != plan.num_seqs() || out.token_ids == nullptr ||
+              !sampler_->graph_eligible(batch, key->bucket)))
+    key.reset();
   StepGraph* g = nullptr;
-  if (auto it = graphs_.find(*key); it != graphs_.end()) {
-    if (it->second.alloc_generation == alloc_.generation() && it->second.plan_epoch == staging_.graph_buffer_epoch() &&
-        it->second.sampler_epoch == sampler_->graph_epoch())
-      g = &it->second;
-    else
-      drop_graph(it);
+  if (key) {
+    key->sampled = true;
+    if (auto it = graphs_.find(*key); it != graphs_.end()) {
+      if (it->second.alloc_generation == alloc_.generation() &&
+          it->second.plan_epoch == staging_.graph_buffer_epoch() && it->second.sampler_epoch == sampler_->graph_epoch())
+        g = &it->second;
+      else
+        drop_graph(it);
+    }
   }
-  if (g == nullptr) {
+  // The previous graph step left these ids in the graph buffer: take them there, without waiting.
+  const bool ids_on_device = takes_ids && in_place && g != nullptr && ids_rows_ >= plan.num_tokens() &&
+                             launched_.back().graph && launched_.back().rows >= plan.num_tokens() &&
+                             g->embed_rows >= g->result.dim(1);
+  const BatchPlan* p = &plan;
+  BatchPlan resolved;
+  if (takes_ids && !ids_on_device) {  // wait for the previous step and take its ids on the host
+    LaunchedStep& prev = launched_.back();
+    complete(prev);
+    if (!prev.status) {
+      launched_.push_back(ran_here(fail(prev.status.error().code, "the step before failed: " + prev.status.error().message),
+                                   batch, out));
+      ids_rows_ = 0;
+      return {};
+    }
+    resolved = plan;
+    PHOTON_TRY(resolved.take_previous_ids(prev_rows, std::span<const int32_t>(prev.out.token_ids, size_t(prev.rows))));
+    p = &resolved;
+  }
+  if (key && g == nullptr) {
     PHOTON_TRY(sampler_->prepare_graph());
-    PHOTON_ASSIGN_OR_RETURN(const StepPlanView view, staging_.stage_padded(plan, key->bucket, key->width));
+    PHOTON_ASSIGN_OR_RETURN(const StepPlanView view, staging_.stage_padded(*p, key->bucket, key->width));
     PHOTON_ASSIGN_OR_RETURN(g, record(*key, view, forward));
-    if (g == nullptr) return Backend::run_step_sampled(plan, forward, batch, out);  // cannot be captured
   }
+  if (g == nullptr) {  // not a graph step (or it cannot be captured): run it here
+    launched_.push_back(ran_here(Backend::run_step_sampled(*p, forward, batch, out), batch, out));
+    ids_rows_ = 0;
+    return {};
+  }
+  return launch_graph_step(*key, *g, *p, batch, out, ids_on_device);
+}
+
+Result<void> CudaBackend::launch_graph_step(const GraphKey& key, StepGraph& g, const BatchPlan& plan,
+                                            const SampleBatch& batch, const SampleOutput& out, bool ids_on_device) {
+  static_assert(sizeof(cuda::SampleRowParams) <= cuda::PlanStaging::kSideRowBytes);
   std::array<cuda::SampleRowParams, cuda::kOnePassMaxRows> params;
-  PHOTON_TRY(sampler_->graph_params(batch, g->result.dim(1), key->bucket, params.data()));
-  PHOTON_TRY(staging_.stage_padded(plan, key->bucket, key->width,
-                                   std::as_bytes(std::span(params.data(), size_t(key->bucket)))));
-  PHOTON_TRY(check_replay(*g));
+  const int32_t slot = next_slot_;
+  PHOTON_TRY(sampler_->graph_params(batch, g.result.dim(1), key.bucket, slot, params.data()));
+  PHOTON_TRY(staging_.stage_padded(plan, key.bucket, key.width,
+                                   std::as_bytes(std::span(params.data(), size_t(key.bucket))), ids_on_device));
+  PHOTON_TRY(check_replay(g));
+  cudaEvent_t& done = done_events_[size_t(slot)];
+  if (done == nullptr) PHOTON_CUDA_TRY(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   if (step_trace_) PHOTON_TRY(step_trace_->begin(stream_));
-  PHOTON_CUDA_TRY(cudaGraphLaunch(g->exec, stream_));
+  PHOTON_CUDA_TRY(cudaGraphLaunch(g.exec, stream_));
+  PHOTON_CUDA_TRY(cudaEventRecord(done, stream_));
   ++sampled_graph_steps_;
-  PHOTON_TRY(sampler_->finish_graph(batch, out));
+  device_id_steps_ += ids_on_device ? 1 : 0;
+  LaunchedStep step;
+  step.graph = true;
+  step.slot = slot;
+  step.rows = batch.num_rows;
+  step.done = done;
+  for (int32_t r = 0; r < batch.num_rows; ++r) step.temperatures[size_t(r)] = params[size_t(r)].temperature;
+  step.out = out;
+  launched_.push_back(step);
+  next_slot_ = 1 - slot;
+  ids_rows_ = key.bucket;
   if (step_trace_) PHOTON_TRY(step_trace_->end(stream_, sampled_graph_steps_, plan.num_seqs()));
   return {};
+}
+
+void CudaBackend::complete(LaunchedStep& step) {
+  if (step.completed) return;
+  step.completed = true;
+  if (const cudaError_t e = cudaEventSynchronize(step.done); e != cudaSuccess) {
+    step.status = cuda::cuda_failure(e, "cudaEventSynchronize(step.done)", __FILE__, __LINE__);
+    return;
+  }
+  step.status = sampler_->graph_results(step.slot, step.rows,
+                                        std::span<const float>(step.temperatures.data(), size_t(step.rows)), step.out);
+}
+
+Result<void> CudaBackend::finish_step_sampled() {
+  if (launched_.empty()) return fail(Errc::invalid_argument, "finish_step_sampled: no step is launched");
+  PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
+  complete(launched_.front());
+  Result<void> status = std::move(launched_.front().status);
+  launched_.pop_front();
+  return status;
 }
 
 Status CudaBackend::check_replay(const StepGraph& g) {
@@ -1006,7 +1136,8 @@ Result<CudaBackend::StepGraph*> CudaBackend::record(const GraphKey& key, const S
   Result<Tensor> out = forward(view);
   if (out && key.sampled) {
     const auto* params = static_cast<const cuda::SampleRowParams*>(staging_.graph_side());
-    if (Status st = sampler_->launch_in_graph(*out, params); !st) out = Unexpected{std::move(st).error()};
+    if (Status st = sampler_->launch_in_graph(*out, params, staging_.graph_input_ids()); !st)
+      out = Unexpected{std::move(st).error()};
   }
   cudaGraph_t graph = nullptr;
   const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
@@ -1070,6 +1201,11 @@ int64_t cuda_single_pass_attention_launches(const Backend& backend) {
 int64_t cuda_sampled_graph_steps(const Backend& backend) {
   const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
   return cuda != nullptr ? cuda->sampled_graph_steps() : 0;
+}
+
+int64_t cuda_device_id_steps(const Backend& backend) {
+  const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
+  return cuda != nullptr ? cuda->device_id_steps() : 0;
 }
 
 std::string cuda_device_name(const Backend& backend) {

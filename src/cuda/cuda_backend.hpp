@@ -167,6 +167,10 @@ int64_t cuda_persistent_decode_launches(const Backend& backend);
 // Decode steps a CUDA backend ran through a graph that ends with the sampler (run_step_sampled);
 // 0 for other backends. For tests.
 int64_t cuda_sampled_graph_steps(const Backend& backend);
+// Of those, the steps launched with their input ids where the step before had sampled them, on the
+// device (Backend::launch_step_sampled's prev_rows, taken without a wait); 0 for other backends.
+// For tests.
+int64_t cuda_device_id_steps(const Backend& backend);
 // Decode attention launches a CUDA backend made with the single-pass kernel
 // (CudaBackendOptions::attention_single_pass_heads; eager launches and graph captures, not
 // replays); 0 for other backends. For tests.

@@ -152,7 +152,7 @@ const void* PlanStaging::graph_side() const noexcept {
 }
 
 Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bucket, int32_t width,
-                                               std::span<const std::byte> side) {
+                                               std::span<const std::byte> side, bool ids_on_device) {
   PHOTON_TRY(check_plan(plan));
   if (bucket <= 0 || side.size() % size_t(bucket) != 0 || side.size() / size_t(bucket) > kSideRowBytes)
     return fail(Errc::internal, "stage_plan: the side payload must be bucket rows of at most 64 bytes");
@@ -197,7 +197,9 @@ Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bu
     PHOTON_ASSIGN_OR_RETURN(graph_.device, alloc_.allocate(capacity_ints * 4));
     graph_.bytes = capacity_ints * 4;
   }
-  PHOTON_CUDA_TRY(cudaMemcpyAsync(graph_.device, host_, used_ints * 4, cudaMemcpyHostToDevice, stream_));
+  const size_t first = ids_on_device ? o_pos : 0;  // the ids region comes first
+  PHOTON_CUDA_TRY(cudaMemcpyAsync(static_cast<int32_t*>(graph_.device) + first, host_ + first,
+                                  (used_ints - first) * 4, cudaMemcpyHostToDevice, stream_));
   PHOTON_CUDA_TRY(cudaEventRecord(copied_, stream_));
 
   const int32_t* d = static_cast<const int32_t*>(graph_.device);
@@ -216,7 +218,12 @@ Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bu
   v.slot_mapping = d + o_slot;
   v.logits_rows = d + o_rows;
   v.logits_of_every_token = true;  // the padded rows too: row i wants token i's logits
-  record_ids(plan, info_);
+  if (ids_on_device) {
+    info_.min_input_id = 0;
+    info_.max_input_id = -1;
+  } else {
+    record_ids(plan, info_);
+  }
   info_.device_ids = v.input_ids;
   info_.num_tokens = bucket;
   info_.num_seqs = bucket;

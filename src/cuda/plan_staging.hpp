@@ -55,13 +55,20 @@ class PlanStaging {
   // rows of side.size() / bucket <= kSideRowBytes bytes each, packed, that travels in the same
   // copy into a fixed region at graph_side() (16-byte aligned; valid while graph_buffer_epoch()
   // holds; padding rows included in `side`).
+  // ids_on_device: the graph buffer's input ids already hold this step's ids (the previous
+  // sampled graph's sampler wrote them there, CudaBackend::launch_step_sampled); plan.input_ids is
+  // neither checked nor copied, and the info's id range is empty.
   Result<StepPlanView> stage_padded(const BatchPlan& plan, int32_t bucket, int32_t width,
-                                    std::span<const std::byte> side = {});
+                                    std::span<const std::byte> side = {}, bool ids_on_device = false);
   uint64_t graph_buffer_epoch() const noexcept { return graph_epoch_; }
   static constexpr size_t kSideRowBytes = 64;
   // Device address of the side region (fixed offset in the graph buffer); null before the first
   // stage_padded.
   const void* graph_side() const noexcept;
+  // Device address of the graph buffer's input ids ([capacity]; fixed while graph_buffer_epoch()
+  // holds; null before the first stage_padded): a sampled graph's sampler stores the next step's
+  // ids there.
+  int32_t* graph_input_ids() noexcept { return static_cast<int32_t*>(graph_.device); }
 
   const StagedPlanInfo& info() const noexcept { return info_; }
   // Whether `view` is the last staged plan (ops accept no other).

@@ -73,6 +73,26 @@ bool one_pass_row(const SampleRowParams& d, int64_t V) {
          (d.temperature == 0.f || (d.min_p == 0.f && (d.top_k == 0 || int64_t(d.top_k) >= V) && d.top_p >= 1.f));
 }
 
+// Reads R statuses; on success copies R ids (and logprobs when asked) into out. temperature(r): row
+// r's temperature, for the overflow message.
+template <class Temperature>
+Status read_results(int32_t R, const Temperature& temperature, const int32_t* status, const int32_t* ids,
+                    const float* logprobs, const SampleOutput& out) {
+  for (int32_t r = 0; r < R; ++r) {
+    switch (status[r]) {
+      case kSampleOk: break;
+      case kSampleBadLogit: return bad_row(r, "a logit is NaN or +inf");
+      case kSampleAllMasked: return bad_row(r, "every logit is -inf");
+      case kSampleTempOverflow:
+        return bad_row(r, "logits / temperature " + std::to_string(temperature(r)) + " overflow fp32");
+      default: return fail(Errc::internal, "sample: row " + std::to_string(r) + ": unknown kernel status");
+    }
+  }
+  std::memcpy(out.token_ids, ids, size_t(R) * 4);
+  if (out.logprobs != nullptr) std::memcpy(out.logprobs, logprobs, size_t(R) * 4);
+  return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Sampler>> Sampler::create(Backend& backend, int32_t compute_major, int32_t num_sms,
@@ -134,23 +154,6 @@ Status Sampler::validate(const SampleBatch& batch, int64_t V) {
         return fail(Errc::out_of_range, "sample: row " + std::to_string(r) + ": history token " +
                                             std::to_string(batch.history_tokens[j]) + " outside [0, " +
                                             std::to_string(V) + ")");
-  return {};
-}
-
-Status Sampler::read_results(int32_t R, const SampleBatch& batch, const int32_t* status, const int32_t* ids,
-                             const float* logprobs, const SampleOutput& out) {
-  for (int32_t r = 0; r < R; ++r) {
-    switch (status[r]) {
-      case kSampleOk: break;
-      case kSampleBadLogit: return bad_row(r, "a logit is NaN or +inf");
-      case kSampleAllMasked: return bad_row(r, "every logit is -inf");
-      case kSampleTempOverflow:
-        return bad_row(r, "logits / temperature " + std::to_string(batch.params[r].temperature) + " overflow fp32");
-      default: return fail(Errc::internal, "sample: row " + std::to_string(r) + ": unknown kernel status");
-    }
-  }
-  std::memcpy(out.token_ids, ids, size_t(R) * 4);
-  if (out.logprobs != nullptr) std::memcpy(out.logprobs, logprobs, size_t(R) * 4);
   return {};
 }
 
@@ -232,7 +235,8 @@ Status Sampler::sample(Tensor logits, const SampleBatch& batch, const SampleOutp
   PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
 
   const char* hd = static_cast<const char*>(host_down_);
-  PHOTON_TRY(read_results(R, batch, reinterpret_cast<const int32_t*>(hd + d_status),
+  PHOTON_TRY(read_results(R, [&](int32_t r) { return batch.params[r].temperature; },
+                          reinterpret_cast<const int32_t*>(hd + d_status),
                           reinterpret_cast<const int32_t*>(hd + d_ids), reinterpret_cast<const float*>(hd + d_lp), out));
   if (maxlp > 0) {
     std::memcpy(out.top_ids, hd + d_top_ids, size_t(R) * size_t(maxlp) * 4);
@@ -252,9 +256,11 @@ bool Sampler::graph_eligible(const SampleBatch& batch, int32_t bucket) const {
   return true;
 }
 
-Status Sampler::graph_params(const SampleBatch& batch, int64_t V, int32_t bucket, SampleRowParams* params) const {
+Status Sampler::graph_params(const SampleBatch& batch, int64_t V, int32_t bucket, int32_t slot,
+                             SampleRowParams* params) const {
   PHOTON_TRY(validate(batch, V));
   if (batch.num_rows > bucket) return fail(Errc::internal, "sample: more rows than the graph's bucket");
+  if (slot < 0 || slot >= kGraphSlots) return fail(Errc::internal, "sample: no such graph result slot");
   for (int32_t r = 0; r < bucket; ++r) {
     if (r < batch.num_rows) {
       params[r] = row_params(batch, r);
@@ -263,19 +269,26 @@ Status Sampler::graph_params(const SampleBatch& batch, int64_t V, int32_t bucket
       params[r] = SampleRowParams{};
       params[r].temperature = 0.f;  // padding: greedy
     }
+    params[r].out_offset = slot * kOnePassMaxRows;
   }
   return {};
 }
+
+namespace {
+// The graph path's pinned results: [ids | statuses | logprobs], each kGraphSlots * kOnePassMaxRows
+// entries of 4 bytes; slot s's rows start at s * kOnePassMaxRows.
+constexpr size_t kGraphColumnBytes = size_t(Sampler::kGraphSlots) * kOnePassMaxRows * 4;
+}  // namespace
 
 Status Sampler::prepare_graph() {
   if (graph_down_ != nullptr) return {};
   PHOTON_ASSIGN_OR_RETURN(graph_arrivals_, backend_.allocate(size_t(kOnePassMaxRows) * 4));
   PHOTON_CUDA_TRY(cudaMemsetAsync(graph_arrivals_.data(), 0, graph_arrivals_.size(), stream_));
-  PHOTON_CUDA_TRY(cudaMallocHost(&graph_down_, size_t(3) * kOnePassMaxRows * 4));
+  PHOTON_CUDA_TRY(cudaMallocHost(&graph_down_, 3 * kGraphColumnBytes));
   return {};
 }
 
-Status Sampler::launch_in_graph(Tensor logits, const SampleRowParams* params) {
+Status Sampler::launch_in_graph(Tensor logits, const SampleRowParams* params, int32_t* next_ids) {
   const int64_t R = logits.rank == 2 ? logits.dim(0) : 0, V = logits.rank == 2 ? logits.dim(1) : 0;
   if (logits.dtype != DType::f32 || R <= 0 || R > kOnePassMaxRows || V <= 0 ||
       V > std::numeric_limits<int32_t>::max() || params == nullptr)
@@ -295,8 +308,9 @@ Status Sampler::launch_in_graph(Tensor logits, const SampleRowParams* params) {
   a.logits = logits.as<float>();
   a.params = params;
   a.out_ids = reinterpret_cast<int32_t*>(hd);
-  a.out_status = reinterpret_cast<int32_t*>(hd + kOnePassMaxRows * 4);
-  a.out_logprob = reinterpret_cast<float*>(hd + 2 * kOnePassMaxRows * 4);
+  a.out_status = reinterpret_cast<int32_t*>(hd + kGraphColumnBytes);
+  a.out_logprob = reinterpret_cast<float*>(hd + 2 * kGraphColumnBytes);
+  a.next_ids = next_ids;
   a.num_rows = int32_t(R);
   a.vocab = int32_t(V);
   a.one_pass = true;
@@ -305,13 +319,16 @@ Status Sampler::launch_in_graph(Tensor logits, const SampleRowParams* params) {
   return launch_sample(a, compute_major_, num_sms_, stream_);
 }
 
-Status Sampler::finish_graph(const SampleBatch& batch, const SampleOutput& out) {
+Status Sampler::graph_results(int32_t slot, int32_t num_rows, std::span<const float> temperatures,
+                              const SampleOutput& out) const {
   if (graph_down_ == nullptr) return fail(Errc::internal, "sample: no graph sampler was captured");
-  PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
-  const auto* hd = static_cast<const char*>(graph_down_);
-  return read_results(batch.num_rows, batch, reinterpret_cast<const int32_t*>(hd + kOnePassMaxRows * 4),
-                      reinterpret_cast<const int32_t*>(hd), reinterpret_cast<const float*>(hd + 2 * kOnePassMaxRows * 4),
-                      out);
+  if (slot < 0 || slot >= kGraphSlots || num_rows < 0 || num_rows > kOnePassMaxRows ||
+      temperatures.size() < size_t(num_rows))
+    return fail(Errc::internal, "sample: graph results asked for an invalid slot or row count");
+  const auto* hd = static_cast<const char*>(graph_down_) + size_t(slot) * kOnePassMaxRows * 4;
+  return read_results(num_rows, [&](int32_t r) { return temperatures[size_t(r)]; },
+                      reinterpret_cast<const int32_t*>(hd + kGraphColumnBytes), reinterpret_cast<const int32_t*>(hd),
+                      reinterpret_cast<const float*>(hd + 2 * kGraphColumnBytes), out);
 }
 
 }  // namespace photon::cuda

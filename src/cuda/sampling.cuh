@@ -48,6 +48,7 @@ struct SampleRowParams {
   uint64_t step = 0;
   int32_t hist_begin = 0;  // this row's history: hist_tokens[hist_begin .. hist_end)
   int32_t hist_end = 0;
+  int32_t out_offset = 0;  // the one-pass kernel writes this row's results at out_*[row + out_offset]
 };
 
 // Per-row outcome codes written to out_status.
@@ -73,6 +74,7 @@ struct SampleArgs {
   int32_t* out_top_ids = nullptr;           // [R, max_logprobs]
   float* out_top_logprobs = nullptr;        // [R, max_logprobs]
   int32_t* out_status = nullptr;            // [R] SampleStatus
+  int32_t* next_ids = nullptr;              // one-pass kernel: [R] device, also gets each row's id (0 if it failed)
   int32_t num_rows = 0;                     // R
   int32_t vocab = 0;                        // V
   int32_t max_logprobs = 0;

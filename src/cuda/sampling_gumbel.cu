@@ -212,9 +212,11 @@ __global__ void __launch_bounds__(kThreads, 4) sample_one_pass_kernel(SampleArgs
       token = r.best.id;
       if (a.out_logprob != nullptr) logprob = l[token] - (r.max + logf(r.sum));
     }
-    a.out_status[row] = status;
-    a.out_ids[row] = token;
-    if (a.out_logprob != nullptr) a.out_logprob[row] = logprob;
+    const int out_row = row + P.out_offset;
+    a.out_status[out_row] = status;
+    a.out_ids[out_row] = token;
+    if (a.out_logprob != nullptr) a.out_logprob[out_row] = logprob;
+    if (a.next_ids != nullptr) a.next_ids[row] = token >= 0 ? token : 0;  // a failed row's step is dropped
     for (int k = 0; k < a.max_logprobs; ++k) {
       a.out_top_ids[int64_t(row) * a.max_logprobs + k] = -1;
       a.out_top_logprobs[int64_t(row) * a.max_logprobs + k] = -INFINITY;

@@ -352,6 +352,164 @@ TEST_CASE("cuda sampler inside the decode graph gives the tokens of a separate s
   }
 }
 
+// Backend::launch_step_sampled with step N + 1 launched before step N is finished, its tokens taking
+// step N's ids (prev_rows), against the same plans run one at a time with the ids known
+// (run_step_sampled) on a second backend: the kernels are the same, so ids and logprobs must be
+// equal. The sequences go in order (the ids stay in the graph buffer: the device path) except every
+// fifth step, which lists them in reverse (the backend waits and takes the ids on the host), and the
+// step after it; the first decode step takes the eager prefill's samples (on the host, too). 1, 3 and 17 sequences, greedy and seeded rows. Then misuse: a finish with nothing
+// launched, prev_rows with nothing launched or of the wrong size, a row outside the previous step,
+// a third launch.
+TEST_CASE("cuda overlapped decode steps give the tokens of steps run one at a time", "[cuda]") {
+  auto over = cuda_backend({});
+  auto ref = cuda_backend({});
+  const std::string dir = golden_dir("llama3-tiny");
+  auto om = Model::load(dir, *over);
+  auto rm = Model::load(dir, *ref);
+  REQUIRE(om.has_value());
+  REQUIRE(rm.has_value());
+  REQUIRE(over->overlaps_steps());
+  auto fwd_o = [&](const StepPlanView& v) { return (*om)->forward(v); };
+  auto fwd_r = [&](const StepPlanView& v) { return (*rm)->forward(v); };
+  std::mt19937 rng(29);
+  constexpr int32_t kSteps = 15, blocks_per_seq = 4;
+  for (int32_t S : {1, 3, 17}) {
+    CAPTURE(S);
+    REQUIRE((*om)->init_kv_cache(S * blocks_per_seq, kBlockSize).has_value());
+    REQUIRE((*rm)->init_kv_cache(S * blocks_per_seq, kBlockSize).has_value());
+    std::vector<std::vector<int32_t>> prompt(static_cast<size_t>(S));
+    std::uniform_int_distribution<int32_t> tok(0, 250);
+    for (auto& v : prompt)
+      for (int i = 0; i < 4 + S % 7; ++i) v.push_back(tok(rng));
+    std::vector<SamplingParams> seq_params(static_cast<size_t>(S));
+    for (int32_t s = 0; s < S; ++s) {
+      seq_params[size_t(s)].temperature = s % 2 == 0 ? 0.f : 0.9f;
+      seq_params[size_t(s)].seed = 500 + uint64_t(s);
+    }
+    const auto reversed = [&](int32_t step) { return step % 5 == 0 && step > 0; };
+    // Step `step`'s plan over toks (each sequence's last token is its input), rows in `order`.
+    const auto plan_for = [&](const std::vector<std::vector<int32_t>>& toks, int32_t step, std::vector<int32_t>& order) {
+      BatchPlan plan;
+      order.resize(static_cast<size_t>(S));
+      for (int32_t r = 0; r < S; ++r) {
+        const int32_t s = reversed(step) ? S - 1 - r : r;
+        order[size_t(r)] = s;
+        std::vector<int32_t> table(static_cast<size_t>(blocks_per_seq));
+        std::iota(table.begin(), table.end(), s * blocks_per_seq);
+        const auto& v = toks[size_t(s)];
+        const int32_t n = step == 0 ? int32_t(v.size()) : 1;
+        plan.add_sequence(v.data() + v.size() - size_t(n), n, int32_t(v.size()) - n, table.data(), blocks_per_seq,
+                          kBlockSize, true);
+      }
+      plan.finalize();
+      return plan;
+    };
+    struct Rows {
+      std::vector<SamplingParams> params;
+      std::vector<uint64_t> steps;
+      SampleBatch batch;
+    };
+    const auto rows_for = [&](const std::vector<int32_t>& order, int32_t step) {
+      Rows b;
+      for (int32_t s : order) b.params.push_back(seq_params[size_t(s)]);
+      b.steps.assign(order.size(), uint64_t(step));
+      b.batch.num_rows = S;
+      b.batch.params = b.params.data();
+      b.batch.steps = b.steps.data();
+      return b;
+    };
+    // The reference: every step run to its end before the next is planned.
+    std::vector<std::vector<int32_t>> want_ids(kSteps), orders(kSteps);
+    std::vector<std::vector<float>> want_lp(kSteps);
+    {
+      auto toks = prompt;
+      for (int32_t step = 0; step < kSteps; ++step) {
+        const BatchPlan plan = plan_for(toks, step, orders[size_t(step)]);
+        Rows b = rows_for(orders[size_t(step)], step);
+        want_ids[size_t(step)].assign(size_t(S), -1);
+        want_lp[size_t(step)].assign(size_t(S), 0.f);
+        SampleOutput o{want_ids[size_t(step)].data(), want_lp[size_t(step)].data()};
+        REQUIRE(ref->run_step_sampled(plan, fwd_r, b.batch, o).has_value());
+        for (int32_t r = 0; r < S; ++r) toks[size_t(orders[size_t(step)][size_t(r)])].push_back(want_ids[size_t(step)][size_t(r)]);
+      }
+    }
+    // Overlapped: step N + 1 launched before step N is finished.
+    const int64_t device_before = cuda_device_id_steps(*over);
+    int64_t device_want = 0;
+    auto toks = prompt;
+    std::vector<std::vector<int32_t>> got_ids(kSteps, std::vector<int32_t>(size_t(S), -1));
+    std::vector<std::vector<float>> got_lp(kSteps, std::vector<float>(size_t(S), 0.f));
+    std::vector<int32_t> order;
+    const auto take = [&](int32_t step) {  // step's ids replace its placeholders
+      for (int32_t r = 0; r < S; ++r) toks[size_t(orders[size_t(step)][size_t(r)])].back() = got_ids[size_t(step)][size_t(r)];
+    };
+    // Step N is finished after step N + 1 is launched; each sequence's last token stands for its
+    // unread sample (-1) until then. Step 1 takes the prefill's samples (an eager step: the backend
+    // waits for it), step 2 those of the decode graph that step 1 recorded.
+    for (int32_t step = 0; step < kSteps; ++step) {
+      CAPTURE(step);
+      const BatchPlan plan = plan_for(toks, step, order);
+      REQUIRE(order == orders[size_t(step)]);
+      Rows b = rows_for(order, step);
+      SampleOutput o{got_ids[size_t(step)].data(), got_lp[size_t(step)].data()};
+      std::vector<int32_t> prev_rows;
+      if (step >= 1) {
+        std::vector<int32_t> prev_row_of(static_cast<size_t>(S));
+        for (int32_t r = 0; r < S; ++r) prev_row_of[size_t(orders[size_t(step - 1)][size_t(r)])] = r;
+        bool in_place = true;
+        for (int32_t r = 0; r < S; ++r) {
+          prev_rows.push_back(prev_row_of[size_t(order[size_t(r)])]);
+          in_place = in_place && prev_rows.back() == r;
+        }
+        device_want += in_place && step >= 2 ? 1 : 0;
+      }
+      REQUIRE(over->launch_step_sampled(plan, fwd_o, b.batch, o, prev_rows).has_value());
+      if (step >= 1) {
+        REQUIRE(over->finish_step_sampled().has_value());
+        take(step - 1);
+      }
+      for (auto& v : toks) v.push_back(-1);
+      if (step == kSteps - 1) {
+        REQUIRE(over->finish_step_sampled().has_value());
+        take(step);
+      }
+    }
+    for (int32_t step = 0; step < kSteps; ++step)
+      for (int32_t r = 0; r < S; ++r) {
+        CAPTURE(step, r);
+        CHECK(got_ids[size_t(step)][size_t(r)] == want_ids[size_t(step)][size_t(r)]);
+        CHECK(got_lp[size_t(step)][size_t(r)] == want_lp[size_t(step)][size_t(r)]);
+      }
+    CHECK(cuda_device_id_steps(*over) - device_before == device_want);
+  }
+
+  // Misuse: errors, nothing left launched.
+  std::vector<std::vector<int32_t>> toks(2, std::vector<int32_t>{5, 6, 7});
+  REQUIRE((*om)->init_kv_cache(2 * 4, kBlockSize).has_value());
+  std::vector<int32_t> order;
+  BatchPlan plan = lockstep_plan(toks, 1, 4);
+  std::vector<SamplingParams> params(2);
+  std::vector<uint64_t> steps(2, 0);
+  SampleBatch batch;
+  batch.num_rows = 2;
+  batch.params = params.data();
+  batch.steps = steps.data();
+  std::vector<int32_t> ids_a(2), ids_b(2), ids_c(2);
+  SampleOutput oa{ids_a.data()}, ob{ids_b.data()}, oc{ids_c.data()};
+  auto code = [](const Result<void>& r) { return r ? Errc::ok : r.error().code; };
+  CHECK(code(over->finish_step_sampled()) == Errc::invalid_argument);
+  const std::vector<int32_t> in_place{0, 1}, short_rows{0}, outside{1, 2};
+  CHECK(code(over->launch_step_sampled(plan, fwd_o, batch, oa, in_place)) == Errc::invalid_argument);
+  REQUIRE(over->launch_step_sampled(plan, fwd_o, batch, oa).has_value());
+  CHECK(code(over->launch_step_sampled(plan, fwd_o, batch, ob, short_rows)) == Errc::invalid_argument);
+  CHECK(code(over->launch_step_sampled(plan, fwd_o, batch, ob, outside)) == Errc::invalid_argument);
+  REQUIRE(over->launch_step_sampled(plan, fwd_o, batch, ob, in_place).has_value());
+  CHECK(code(over->launch_step_sampled(plan, fwd_o, batch, oc)) == Errc::invalid_argument);
+  CHECK(over->finish_step_sampled().has_value());
+  CHECK(over->finish_step_sampled().has_value());
+  CHECK(code(over->finish_step_sampled()) == Errc::invalid_argument);
+}
+
 // int8 weights (ModelLoadOptions::int8_weights) on both backends. The loader
 // quantizes on the host, so both hold the same codes and scales and the GPU's
 // logits differ from the CPU's only as in the bf16 case above: bf16

@@ -77,9 +77,8 @@ Result<int32_t> LockstepDriver::prefill(int32_t max_batch_tokens) {
   return steps;
 }
 
-Result<void> LockstepDriver::decode_step() {
-  BatchPlan plan;
-  std::vector<int32_t> rows(seqs_.size());
+Result<void> LockstepDriver::decode_plan(BatchPlan& plan, const int32_t* const* ids) {
+  static constexpr int32_t kTaken = 0;  // an input id the backend replaces (prev_rows)
   for (size_t s = 0; s < seqs_.size(); ++s) {
     Seq& q = seqs_[s];
     if (q.cached + 1 > blocks_per_seq_ * block_size_)
@@ -87,12 +86,76 @@ Result<void> LockstepDriver::decode_step() {
     const int32_t need = blocks_for(q.cached + 1);
     table_.resize(size_t(need));
     for (int32_t b = 0; b < need; ++b) table_[size_t(b)] = q.first_block + b;
-    plan.add_sequence(q.tokens.data() + q.cached, 1, q.cached, table_.data(), need, block_size_, true);
+    plan.add_sequence(ids != nullptr ? ids[s] : &kTaken, 1, q.cached, table_.data(), need, block_size_, true);
     q.cached += 1;
-    rows[s] = int32_t(s);
   }
   plan.finalize();
+  return {};
+}
+
+Result<void> LockstepDriver::decode_step() {
+  BatchPlan plan;
+  std::vector<const int32_t*> ids(seqs_.size());
+  std::vector<int32_t> rows(seqs_.size());
+  for (size_t s = 0; s < seqs_.size(); ++s) {
+    ids[s] = seqs_[s].tokens.data() + seqs_[s].cached;
+    rows[s] = int32_t(s);
+  }
+  PHOTON_TRY(decode_plan(plan, ids.data()));
   return run(plan, rows);
+}
+
+Result<void> LockstepDriver::decode(int32_t steps) {
+  if (!overlap_ || !backend_.overlaps_steps() || steps <= 0) {
+    for (int32_t i = 0; i < steps; ++i) PHOTON_TRY(decode_step());
+    return {};
+  }
+  const size_t S = seqs_.size();
+  params_.assign(S, sampling_);
+  steps_.resize(S);
+  prev_rows_.resize(S);
+  for (size_t s = 0; s < S; ++s) {
+    params_[s].seed = sampling_.seed + uint64_t(s);
+    prev_rows_[s] = int32_t(s);
+  }
+  for (auto& v : slot_ids_) v.assign(S, -1);
+  for (auto& v : slot_logprobs_) v.assign(S, 0.f);
+  SampleBatch batch;
+  batch.num_rows = int32_t(S);
+  batch.params = params_.data();
+  batch.steps = steps_.data();
+  const auto forward = [&](const StepPlanView& v) { return model_.forward(v); };
+  // Step i's tokens are appended once step i + 1 is launched; a failed step's finish is still
+  // waited for, so that nothing is in flight when this returns.
+  auto finish = [&](int32_t i) -> Result<void> {
+    PHOTON_TRY(backend_.finish_step_sampled());
+    for (size_t s = 0; s < S; ++s) seqs_[s].tokens.push_back(slot_ids_[size_t(i % 2)][s]);
+    return {};
+  };
+  std::vector<const int32_t*> first_ids(S);
+  for (int32_t i = 0; i < steps; ++i) {
+    BatchPlan plan;
+    if (i == 0) {
+      for (size_t s = 0; s < S; ++s) first_ids[s] = seqs_[s].tokens.data() + seqs_[s].cached;
+    }
+    Result<void> planned = decode_plan(plan, i == 0 ? first_ids.data() : nullptr);
+    if (planned) {
+      for (size_t s = 0; s < S; ++s) steps_[s] = seqs_[s].sampled++;
+      SampleOutput out;
+      out.token_ids = slot_ids_[size_t(i % 2)].data();
+      out.logprobs = slot_logprobs_[size_t(i % 2)].data();
+      planned = backend_.launch_step_sampled(plan, forward, batch, out,
+                                             i == 0 ? std::span<const int32_t>() : std::span<const int32_t>(prev_rows_));
+    }
+    if (i > 0) {
+      if (Result<void> f = finish(i - 1); !f) {
+        if (planned) (void)backend_.finish_step_sampled();  // leave nothing in flight
+        return f;
+      }
+    }
+    PHOTON_TRY(planned);
+  }
+  return finish(steps - 1);
 }
 
 }  // namespace photon::cli

@@ -33,6 +33,11 @@ class LockstepDriver {
   Result<int32_t> prefill(int32_t max_batch_tokens);
   // One decode step: every sequence feeds its last token and samples the next.
   Result<void> decode_step();
+  // `steps` decode steps. With overlap on and a backend that overlaps steps, step i + 1 is launched
+  // before step i's tokens are read and takes them on the device (Backend::launch_step_sampled), as
+  // the engine's overlapped steps do; otherwise decode_step() `steps` times.
+  Result<void> decode(int32_t steps);
+  void set_overlap(bool on) noexcept { overlap_ = on; }
 
   int32_t num_seqs() const noexcept { return int32_t(seqs_.size()); }
   // Context length of sequence 0 (tokens in the cache after the last step).
@@ -49,6 +54,9 @@ class LockstepDriver {
   int32_t blocks_for(int32_t tokens) const noexcept { return (tokens + block_size_ - 1) / block_size_; }
   // Runs `plan` and samples one token for each of `rows` (sequence indices, in logits-row order).
   Result<void> run(const BatchPlan& plan, const std::vector<int32_t>& rows);
+  // The decode plan of every sequence's next token: its id from `ids` (row s: sequence s), or,
+  // with ids null, the one the step before samples (prev_rows_[s] = s); advances cached and sampled.
+  Result<void> decode_plan(BatchPlan& plan, const int32_t* const* ids);
 
   Backend& backend_;
   Model& model_;
@@ -61,6 +69,10 @@ class LockstepDriver {
   std::vector<uint64_t> steps_;
   std::vector<int32_t> ids_;
   std::vector<float> logprobs_;
+  bool overlap_ = true;
+  std::vector<int32_t> prev_rows_;                // overlapped decode: token s takes row s
+  std::vector<int32_t> slot_ids_[2];              // overlapped decode: two steps' outputs
+  std::vector<float> slot_logprobs_[2];
 };
 
 }  // namespace photon::cli

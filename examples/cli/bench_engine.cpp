@@ -119,6 +119,7 @@ nlohmann::json run_engine_bench(std::unique_ptr<Backend> backend, std::unique_pt
   cc.max_model_len = mc.max_position_embeddings;
   cc.eos_token_ids = mc.eos_token_ids;
   cc.seed_salt = a.seed;
+  cc.overlap = a.overlap_steps ? StepOverlap::automatic : StepOverlap::off;
   unwrap(model->reserve(a.max_batch_tokens, max_b));
   auto core = unwrap(EngineCore::create(std::move(cc), std::make_unique<BackendModelRunner>(std::move(backend), std::move(model))));
   std::mt19937_64 rng(a.seed);

@@ -24,6 +24,7 @@ struct EngineBenchArgs {
   int32_t max_batch_tokens = 2048;
   float temperature = 1.0f;
   uint64_t seed = 1;
+  bool overlap_steps = true;  // EngineCoreConfig::overlap automatic (true) or off
 };
 
 // Takes the backend and the model (its KV cache already initialized with

@@ -51,6 +51,7 @@ struct BenchArgs {
   bool mma_decode_matmul = false;
   bool decode_attention_clusters = true;
   bool persistent_decode = false;
+  bool overlap_steps = true;
   bool skinny_decode_matmul = true;
   WeightFlags weights;  // --int8, --int8-lm-head, --int8-group (ModelLoadOptions' int8 fields)
 };
@@ -170,6 +171,7 @@ void run_bench(const BenchArgs& a) {
   sp.temperature = a.temperature;
   sp.seed = a.seed;
   LockstepDriver d(b, m, kBlock, blocks_per_seq, sp, a.seed);
+  d.set_overlap(a.overlap_steps);
 
   nlohmann::json out;
   out["device"] = s.device;
@@ -185,13 +187,14 @@ void run_bench(const BenchArgs& a) {
   out["mma_decode_matmul"] = a.mma_decode_matmul;
   out["decode_attention_clusters"] = a.decode_attention_clusters;
   out["persistent_decode"] = a.persistent_decode;
+  out["overlap_steps"] = a.overlap_steps && b.overlaps_steps();
   out["skinny_decode_matmul"] = a.skinny_decode_matmul;
   out["copy_bandwidth_GBps"] = s.copy_bandwidth / 1e9;
 
   // Warm-up: one pass of every step shape used below (graph capture, cuBLASLt heuristics).
   d.start(1, a.decode_prompt);
   unwrap(d.prefill(a.max_batch_tokens));
-  for (int i = 0; i < 4; ++i) unwrap(d.decode_step());
+  unwrap(d.decode(4));
 
   // Single-stream decode.
   {
@@ -201,7 +204,7 @@ void run_bench(const BenchArgs& a) {
       d.start(1, a.decode_prompt);
       unwrap(d.prefill(a.max_batch_tokens));
       const auto t0 = Clock::now();
-      for (int32_t i = 1; i < a.decode_tokens; ++i) unwrap(d.decode_step());
+      unwrap(d.decode(a.decode_tokens - 1));
       const double t = seconds_since(t0);
       rates.push_back(double(a.decode_tokens - 1) / t);
       step_s = t / double(a.decode_tokens - 1);
@@ -246,13 +249,13 @@ void run_bench(const BenchArgs& a) {
       for (int32_t bsz : a.batches) {
         d.start(bsz, prompt);  // untimed warm-up of this shape's steps (graphs, cuBLASLt heuristics)
         unwrap(d.prefill(a.max_batch_tokens));
-        for (int i = 0; i < 2; ++i) unwrap(d.decode_step());
+        unwrap(d.decode(2));
         d.start(bsz, prompt);
         const auto t0 = Clock::now();
         const int32_t prefill_steps = unwrap(d.prefill(a.max_batch_tokens));
         const double prefill_s = seconds_since(t0);
         const auto t1 = Clock::now();
-        for (int32_t i = 1; i < gen; ++i) unwrap(d.decode_step());
+        unwrap(d.decode(gen - 1));
         const double decode_s = seconds_since(t1);
         const double agg = double(bsz) * double(gen - 1) / decode_s;
         const double bytes = decode_bytes_per_step(c, bsz, prompt + gen / 2, int8_group, a.weights.int8_lm_head);
@@ -280,6 +283,7 @@ void run_bench(const BenchArgs& a) {
     ea.max_batch_tokens = a.max_batch_tokens;
     ea.temperature = a.temperature;
     ea.seed = a.seed;
+    ea.overlap_steps = a.overlap_steps;
     out["engine"] = run_engine_bench(std::move(s.backend), std::move(s.model), max_b * blocks_per_seq, kBlock, ea);
   }
 
@@ -346,6 +350,9 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
   app.add_option("--skinny-decode-matmul", a->skinny_decode_matmul,
                  "decode batches' small matmuls (and gate/up + SwiGLU, int8 matmuls) on the skinny tensor-core "
                  "kernels (true|false)")
+      ->default_val(true);
+  app.add_option("--overlap-steps", a->overlap_steps,
+                 "Launch decode step N + 1 before reading step N's tokens, which it takes on the device (true|false)")
       ->default_val(true);
   app.add_option("--persistent-decode", a->persistent_decode,
                  "sm_90+: single-sequence decode steps run every layer in one persistent kernel (true|false)")

@@ -148,6 +148,12 @@ struct EngineOptions {
   // runs int8 matmuls (cpu and cuda), else open() fails with unsupported.
   std::string weights = "auto";
   int32_t int8_group_size = 128;   // > 0; a shorter last group when it does not divide the layer's inputs
+  // Overlapped steps: step N + 1 is scheduled and launched before step N's tokens are read, its
+  // decode rows taking those tokens on the device, so the host's turn (scheduling, detokenizing,
+  // events) runs while the GPU works; each step's tokens then reach the events one step() call
+  // later. "auto": where the backend runs steps asynchronously (CUDA); "on" (also on the CPU,
+  // where it only delays the events: for tests); "off".
+  std::string step_overlap = "auto";
 };
 
 struct StepStats {
@@ -211,7 +217,11 @@ class PHOTON_API Engine {
   // cancellations, schedule, run the model, sample, emit events. Returns the
   // step's counts (all zero when there was nothing to do). On a model or
   // backend failure the requests of that batch end with an error event and
-  // the error is returned; the engine stays usable.
+  // the error is returned; the engine stays usable. With overlapped steps
+  // (EngineOptions::step_overlap) the call launches the next step before it
+  // finishes the one the previous call left running, so the events it
+  // emits are that step's (StepStats: seqs and tokens count the step it
+  // launched; sampled and finished, what it emitted).
   Result<StepStats> step();
   // Whether submitted requests are still unfinished.
   bool has_work() const;

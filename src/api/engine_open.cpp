@@ -32,6 +32,8 @@ Result<void> check_options(const EngineOptions& o) {
   if (o.max_seqs < 1) return bad("max_seqs = " + std::to_string(o.max_seqs) + " must be >= 1");
   if (o.weights != "auto" && o.weights != "int8" && o.weights != "int8-lm-head")
     return bad("weights = \"" + o.weights + "\": expected \"auto\", \"int8\" or \"int8-lm-head\"");
+  if (o.step_overlap != "auto" && o.step_overlap != "on" && o.step_overlap != "off")
+    return bad("step_overlap = \"" + o.step_overlap + "\": expected \"auto\", \"on\" or \"off\"");
   if (o.weights != "auto" && o.int8_group_size < 1)
     return bad("int8_group_size = " + std::to_string(o.int8_group_size) + " must be >= 1");
   return {};
@@ -132,6 +134,9 @@ Result<Engine> Engine::open(const EngineOptions& options) {
     cc.eos_token_ids.erase(std::unique(cc.eos_token_ids.begin(), cc.eos_token_ids.end()), cc.eos_token_ids.end());
   }
   cc.seed_salt = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+  cc.overlap = options.step_overlap == "on"    ? StepOverlap::on
+               : options.step_overlap == "off" ? StepOverlap::off
+                                               : StepOverlap::automatic;
   auto runner = std::make_unique<BackendModelRunner>(std::move(backend), std::move(model));
   PHOTON_ASSIGN_OR_RETURN(std::unique_ptr<EngineCore> core, EngineCore::create(std::move(cc), std::move(runner), std::move(tokenizer)));
   return EngineImplAccess::make(std::make_unique<Engine::Impl>(std::move(core), backend_name));

@@ -11,4 +11,10 @@ Result<void> BackendModelRunner::execute(const BatchPlan& plan, const SampleBatc
                                     out);
 }
 
+Result<void> BackendModelRunner::launch(const BatchPlan& plan, const SampleBatch& batch, const SampleOutput& out,
+                                        std::span<const int32_t> prev_rows) {
+  return backend_->launch_step_sampled(
+      plan, [this](const StepPlanView& view) { return model_->forward(view); }, batch, out, prev_rows);
+}
+
 }  // namespace photon

@@ -21,6 +21,10 @@ class BackendModelRunner final : public ModelRunner {
   ~BackendModelRunner() override { model_.reset(); }
 
   Result<void> execute(const BatchPlan& plan, const SampleBatch& batch, const SampleOutput& out) override;
+  Result<void> launch(const BatchPlan& plan, const SampleBatch& batch, const SampleOutput& out,
+                      std::span<const int32_t> prev_rows) override;
+  Result<void> finish() override { return backend_->finish_step_sampled(); }
+  bool overlaps_steps() const noexcept override { return backend_->overlaps_steps(); }
 
   Backend& backend() noexcept { return *backend_; }
   Model& model() noexcept { return *model_; }

@@ -44,10 +44,16 @@ EngineCore::EngineCore(EngineCoreConfig config, std::unique_ptr<ModelRunner> run
   limits_.max_model_len = config_.max_model_len;
   limits_.kv_capacity_tokens = kv_capacity_tokens();
   limits_.eos_token_ids = config_.eos_token_ids;
+  overlap_ = config_.overlap == StepOverlap::on ||
+             (config_.overlap == StepOverlap::automatic && runner_->overlaps_steps());
   update_metrics(StepStats{});
 }
 
-EngineCore::~EngineCore() { stop_loop(); }
+EngineCore::~EngineCore() {
+  stop_loop();
+  std::lock_guard step_lock(step_mutex_);
+  if (inflight_ != nullptr) (void)runner_->finish();  // the runner may still write its outputs
+}
 
 // ---- any thread ------------------------------------------------------------
 
@@ -142,38 +148,81 @@ void EngineCore::take_inboxes(StepStats& stats) {
     Event ev;
     ev.request = id;
     finish(*it->second, std::move(ev), FinishReason::cancelled, stats);
-    live_.erase(it);
+    retire(id);
   }
 }
 
-void EngineCore::build_sample_batch() {
-  sampled_seqs_.clear();
-  for (const ScheduledSeq& s : sched_.seqs)
-    if (s.samples) sampled_seqs_.push_back(s.seq);
-  const size_t R = sampled_seqs_.size();
-  row_params_.resize(R);
-  row_steps_.resize(R);
-  hist_offsets_.assign(1, 0);
-  hist_tokens_.clear();
-  hist_counts_.clear();
-  max_logprobs_ = 0;
+void EngineCore::retire(RequestId id) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  retired_now_.push_back(std::move(it->second));
+  live_.erase(it);
+}
+
+void EngineCore::build_sample_batch(StepSlot& slot) {
+  slot.sampled.clear();
+  for (const ScheduledSeq& s : slot.sched.seqs)
+    if (s.samples) slot.sampled.push_back(s.seq);
+  const size_t R = slot.sampled.size();
+  slot.row_params.resize(R);
+  slot.row_steps.resize(R);
+  slot.hist_offsets.assign(1, 0);
+  slot.hist_tokens.clear();
+  slot.hist_counts.clear();
+  slot.max_logprobs = 0;
   for (size_t r = 0; r < R; ++r) {
-    const Sequence& seq = *sampled_seqs_[r];
-    row_params_[r] = seq.params().sampling;
-    row_steps_[r] = seq.sample_step();
+    const Sequence& seq = *slot.sampled[r];
+    slot.row_params[r] = seq.params().sampling;
+    slot.row_steps[r] = seq.sample_step();
     if (seq.tracks_penalties()) {
       const auto toks = seq.penalty_counts().tokens();
       const auto counts = seq.penalty_counts().output_counts();
-      hist_tokens_.insert(hist_tokens_.end(), toks.begin(), toks.end());
-      hist_counts_.insert(hist_counts_.end(), counts.begin(), counts.end());
+      slot.hist_tokens.insert(slot.hist_tokens.end(), toks.begin(), toks.end());
+      slot.hist_counts.insert(slot.hist_counts.end(), counts.begin(), counts.end());
     }
-    hist_offsets_.push_back(int32_t(hist_tokens_.size()));
-    max_logprobs_ = std::max(max_logprobs_, row_params_[r].num_logprobs);
+    slot.hist_offsets.push_back(int32_t(slot.hist_tokens.size()));
+    slot.max_logprobs = std::max(slot.max_logprobs, slot.row_params[r].num_logprobs);
   }
-  out_tokens_.assign(R, -1);
-  out_logprobs_.assign(R, 0.0f);
-  out_top_ids_.assign(R * size_t(max_logprobs_), -1);
-  out_top_logprobs_.assign(R * size_t(max_logprobs_), 0.0f);
+  slot.out_tokens.assign(R, -1);
+  slot.out_logprobs.assign(R, 0.0f);
+  slot.out_top_ids.assign(R * size_t(slot.max_logprobs), -1);
+  slot.out_top_logprobs.assign(R * size_t(slot.max_logprobs), 0.0f);
+  // A token at a placeholder's place takes the sample of the step in flight (its row there).
+  slot.prev_rows.clear();
+  const BatchPlan& plan = slot.sched.plan;
+  for (size_t s = 0; s < slot.sched.seqs.size(); ++s) {
+    const Sequence& seq = *slot.sched.seqs[s].seq;
+    if (!seq.has_placeholder()) continue;
+    const int32_t last = plan.query_start[s + 1] - 1;  // the sequence's last token in the plan
+    if (plan.positions[size_t(last)] != seq.num_tokens() - 1) continue;
+    if (slot.prev_rows.empty()) slot.prev_rows.assign(size_t(plan.num_tokens()), -1);
+    slot.prev_rows[size_t(last)] = live(const_cast<Sequence&>(seq)).placeholder_row;
+  }
+}
+
+Result<void> EngineCore::launch(StepSlot& slot) {
+  build_sample_batch(slot);
+  slot.advanced = false;
+  slot.after_failure = false;
+  SampleBatch batch;
+  batch.num_rows = int32_t(slot.sampled.size());
+  batch.params = slot.row_params.data();
+  batch.steps = slot.row_steps.data();
+  batch.history_offsets = slot.hist_offsets.data();
+  batch.history_tokens = slot.hist_tokens.data();
+  batch.history_output_counts = slot.hist_counts.data();
+  batch.max_logprobs = slot.max_logprobs;
+  const bool top = slot.max_logprobs > 0;
+  SampleOutput out{slot.out_tokens.data(), slot.out_logprobs.data(), top ? slot.out_top_ids.data() : nullptr,
+                   top ? slot.out_top_logprobs.data() : nullptr};
+  return runner_->launch(slot.sched.plan, batch, out, slot.prev_rows);
+}
+
+bool EngineCore::may_overlap(const StepSlot& slot) const {
+  if (!overlap_ || slot.sampled.empty()) return false;
+  for (const Sequence* seq : slot.sampled)
+    if (seq->tracks_penalties()) return false;  // the next step's history needs this step's token
+  return true;
 }
 
 void EngineCore::emit(const LiveSeq& seq, Event&& ev) {
@@ -197,75 +246,127 @@ Result<StepStats> EngineCore::step() {
   step_events_.clear();
   step_captured_events_.clear();
   take_inboxes(stats);
-  scheduler_.schedule(sched_);
-  stats.preempted = int32_t(sched_.preempted.size());
-  Result<void> outcome;
-  if (!sched_.empty()) {
-    stats.seqs = int32_t(sched_.seqs.size());
-    stats.tokens = sched_.plan.num_tokens();
-    build_sample_batch();
-    SampleBatch batch;
-    batch.num_rows = int32_t(sampled_seqs_.size());
-    batch.params = row_params_.data();
-    batch.steps = row_steps_.data();
-    batch.history_offsets = hist_offsets_.data();
-    batch.history_tokens = hist_tokens_.data();
-    batch.history_output_counts = hist_counts_.data();
-    batch.max_logprobs = max_logprobs_;
-    SampleOutput out{out_tokens_.data(), out_logprobs_.data(), max_logprobs_ ? out_top_ids_.data() : nullptr,
-                     max_logprobs_ ? out_top_logprobs_.data() : nullptr};
-    outcome = runner_->execute(sched_.plan, batch, out);
-    std::vector<RequestId> ended;
-    if (!outcome) {
-      // The batch's requests end with the error; every other request is untouched.
-      for (const ScheduledSeq& s : sched_.seqs) {
-        Event ev;
-        ev.request = s.seq->id();
-        ev.error = outcome.error().message;
-        finish(live(*s.seq), std::move(ev), FinishReason::error, stats);
-        ended.push_back(s.seq->id());
-      }
-    } else {
-      scheduler_.commit(sched_);
-      for (size_t r = 0; r < sampled_seqs_.size(); ++r) {
-        LiveSeq& seq = live(*sampled_seqs_[r]);
-        Event ev;
-        ev.request = seq.id();
-        const int32_t tok = out_tokens_[r];
-        if (tok < 0 || tok >= config_.vocab_size) {
-          ev.error = "the sampler returned token " + std::to_string(tok) + " outside the vocabulary";
-          finish(seq, std::move(ev), FinishReason::error, stats);
-          ended.push_back(seq.id());
-          continue;
-        }
-        seq.append_token(tok);
-        ++stats.sampled;
-        ev.token = tok;
-        ev.logprob = out_logprobs_[r];
-        const int32_t n_top = seq.params().sampling.num_logprobs;
-        for (int32_t k = 0; k < n_top; ++k) {
-          const size_t i = r * size_t(max_logprobs_) + size_t(k);
-          ev.top_logprobs.push_back({out_top_ids_[i], out_top_logprobs_[i]});
-        }
-        const auto& stops = seq.params().stop_token_ids;
-        FinishReason reason = FinishReason::none;
-        if (seq.text && seq.text->feed(tok, ev.text)) reason = FinishReason::stop;  // a stop string
-        else if (std::binary_search(stops.begin(), stops.end(), tok)) reason = FinishReason::stop;
-        else if (seq.num_generated() >= seq.params().max_tokens) reason = FinishReason::length;
-        if (reason != FinishReason::none) {
-          finish(seq, std::move(ev), reason, stats);
-          ended.push_back(seq.id());
-        } else {
-          emit(seq, std::move(ev));
-        }
-      }
+  // The step in flight (overlapped steps): its sequences advance now, and each of its samples gets
+  // a placeholder that the next step takes on the device, unless the sequence ends with it.
+  StepSlot* prev = inflight_;
+  if (prev != nullptr) {
+    scheduler_.advance(prev->sched);
+    prev->advanced = true;
+    for (size_t r = 0; r < prev->sampled.size(); ++r) {
+      LiveSeq& seq = live(*prev->sampled[r]);
+      if (seq.status != SeqStatus::running || seq.num_generated() + 1 >= seq.params().max_tokens) continue;
+      seq.append_placeholder();
+      seq.placeholder_row = int32_t(r);
     }
-    for (RequestId id : ended) live_.erase(id);
   }
+  StepSlot& cur = prev == &slots_[0] ? slots_[1] : slots_[0];
+  scheduler_.schedule(cur.sched);
+  stats.preempted = int32_t(cur.sched.preempted.size());
+  Result<void> launched;
+  if (!cur.sched.empty()) {
+    stats.seqs = int32_t(cur.sched.seqs.size());
+    stats.tokens = cur.sched.plan.num_tokens();
+    launched = launch(cur);
+  }
+  const bool running = !cur.sched.empty() && launched.has_value();
+  inflight_ = running ? &cur : nullptr;
+  Result<void> outcome;
+  if (prev != nullptr) outcome = finish_step(*prev, stats);
+  // A step that took the samples of a failed step finishes now, before anything takes its own.
+  if (running && !outcome) cur.after_failure = !cur.prev_rows.empty();
+  if (!launched) {
+    // The batch's requests end with the error; every other request is untouched.
+    for (const ScheduledSeq& s : cur.sched.seqs) {
+      LiveSeq& seq = live(*s.seq);
+      if (seq.status == SeqStatus::finished) continue;
+      Event ev;
+      ev.request = seq.id();
+      ev.error = launched.error().message;
+      finish(seq, std::move(ev), FinishReason::error, stats);
+      retire(seq.id());
+    }
+    if (outcome) outcome = std::move(launched);
+  }
+  if (running && (!may_overlap(cur) || cur.after_failure)) {
+    Result<void> done = finish_step(cur, stats);
+    inflight_ = nullptr;
+    if (outcome) outcome = std::move(done);
+  }
+  // What ended in this call is destroyed now, or, when a step is in flight that may name it, after
+  // that step's finish.
+  if (inflight_ != nullptr) {
+    for (auto& seq : retired_now_) inflight_->retired.push_back(std::move(seq));
+  }
+  retired_now_.clear();
   publish_events();
   update_metrics(stats);
   if (!outcome) return fail(outcome.error().code, "engine step: " + outcome.error().message);
   return stats;
+}
+
+Result<void> EngineCore::finish_step(StepSlot& slot, StepStats& stats) {
+  Result<void> outcome = runner_->finish();
+  if (!outcome && slot.after_failure) {
+    // It failed with the step before (whose requests ended): the others run again from the queue.
+    for (const ScheduledSeq& s : slot.sched.seqs) scheduler_.requeue(s.seq);
+    slot.retired.clear();
+    return {};
+  }
+  if (!outcome) {
+    // The batch's requests end with the error; every other request is untouched.
+    for (const ScheduledSeq& s : slot.sched.seqs) {
+      LiveSeq& seq = live(*s.seq);
+      if (seq.status == SeqStatus::finished) continue;
+      Event ev;
+      ev.request = seq.id();
+      ev.error = outcome.error().message;
+      finish(seq, std::move(ev), FinishReason::error, stats);
+      retire(seq.id());
+    }
+    slot.retired.clear();
+    return outcome;
+  }
+  if (!slot.advanced) scheduler_.advance(slot.sched);
+  scheduler_.register_computed(slot.sched);  // before a finished request's blocks are released
+  for (size_t r = 0; r < slot.sampled.size(); ++r) {
+    LiveSeq& seq = live(*slot.sampled[r]);
+    if (seq.status == SeqStatus::finished) continue;  // it ended at the step before: its row is dropped
+    Event ev;
+    ev.request = seq.id();
+    const int32_t tok = slot.out_tokens[r];
+    if (tok < 0 || tok >= config_.vocab_size) {
+      ev.error = "the sampler returned token " + std::to_string(tok) + " outside the vocabulary";
+      finish(seq, std::move(ev), FinishReason::error, stats);
+      retire(seq.id());
+      continue;
+    }
+    if (seq.has_placeholder()) {
+      seq.fill_placeholder(tok);
+    } else {
+      seq.append_token(tok);
+    }
+    ++stats.sampled;
+    ev.token = tok;
+    ev.logprob = slot.out_logprobs[r];
+    const int32_t n_top = seq.params().sampling.num_logprobs;
+    for (int32_t k = 0; k < n_top; ++k) {
+      const size_t i = r * size_t(slot.max_logprobs) + size_t(k);
+      ev.top_logprobs.push_back({slot.out_top_ids[i], slot.out_top_logprobs[i]});
+    }
+    const auto& stops = seq.params().stop_token_ids;
+    FinishReason reason = FinishReason::none;
+    if (seq.text && seq.text->feed(tok, ev.text)) reason = FinishReason::stop;  // a stop string
+    else if (std::binary_search(stops.begin(), stops.end(), tok)) reason = FinishReason::stop;
+    else if (seq.num_generated() >= seq.params().max_tokens) reason = FinishReason::length;
+    if (reason != FinishReason::none) {
+      finish(seq, std::move(ev), reason, stats);
+      retire(seq.id());
+    } else {
+      emit(seq, std::move(ev));
+    }
+  }
+  slot.retired.clear();
+  return outcome;
 }
 
 void EngineCore::publish_events() {

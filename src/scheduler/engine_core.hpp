@@ -2,8 +2,12 @@
 // is loaded (it drives a ModelRunner).
 //
 // step() = drain the submit/cancel inboxes -> Scheduler::schedule -> BatchPlan
-// -> ModelRunner::execute (forward + sample) -> commit computed tokens ->
+// -> ModelRunner::launch (forward + sample) -> finish: commit computed tokens ->
 // append sampled tokens, check stop conditions -> publish events.
+// With overlapped steps (EngineCoreConfig::overlap; docs/step-overlap.md, stage 2) a step is
+// left running when step() returns; the next step() schedules and launches its successor over
+// placeholders for its samples (their ids stay on the device) and only then finishes it, so the
+// host's turn runs while the device works. Tokens then reach events one step() call later.
 //
 // Thread model (docs/engine.md):
 //  - submit / cancel push onto inboxes under inbox_mutex_ (any thread);
@@ -38,6 +42,11 @@
 
 namespace photon {
 
+// Whether step() overlaps steps: automatic where the runner gains by it (ModelRunner::
+// overlaps_steps(): the CUDA backend), on (also with a runner that runs steps inside launch: the
+// engine's bookkeeping is the same, for tests), off.
+enum class StepOverlap : uint8_t { automatic, on, off };
+
 struct EngineCoreConfig {
   int32_t num_blocks = 0;           // KV blocks in the pool
   int32_t block_size = 16;
@@ -48,6 +57,7 @@ struct EngineCoreConfig {
   int32_t max_model_len = 0;        // max_position_embeddings
   std::vector<int32_t> eos_token_ids;
   uint64_t seed_salt = 0;           // mixed with the request id into the seed of unseeded requests
+  StepOverlap overlap = StepOverlap::automatic;
 };
 
 class EngineCore {
@@ -93,6 +103,26 @@ class EngineCore {
         : Sequence(id, std::move(p.prompt), std::move(p.params)), text(std::move(p.text)), captured(is_captured) {}
     std::optional<TextStream> text;  // detokenizer + stop strings, when the request has text
     bool captured;                   // events go to generate(), not poll()
+    int32_t placeholder_row = -1;    // with a placeholder: its sample's row in the step in flight
+  };
+  // One launched step: its schedule, sampling arrays and outputs. There are two, so that step
+  // N + 1 is planned into one while step N, launched from the other, runs.
+  struct StepSlot {
+    StepSchedule sched;
+    std::vector<Sequence*> sampled;  // the sequence of each logits row, in row order
+    std::vector<SamplingParams> row_params;
+    std::vector<uint64_t> row_steps;
+    std::vector<int32_t> hist_offsets, hist_tokens, hist_counts;
+    std::vector<int32_t> out_tokens, out_top_ids;
+    std::vector<float> out_logprobs, out_top_logprobs;
+    int32_t max_logprobs = 0;
+    std::vector<int32_t> prev_rows;  // ModelRunner::launch's: the placeholders' rows in the step before
+    bool advanced = false;           // Scheduler::advance ran for it (before its finish)
+    // The step before failed after this one took its samples (prev_rows): if this one fails, it
+    // fails for that reason, and its requests still running go back to the queue.
+    bool after_failure = false;
+    // Requests that ended while this step ran (it may name them); destroyed after its finish.
+    std::vector<std::unique_ptr<LiveSeq>> retired;
   };
   static LiveSeq& live(Sequence& s) noexcept { return static_cast<LiveSeq&>(s); }
 
@@ -101,7 +131,17 @@ class EngineCore {
   Result<Prepared> prepare(Request request) const;
   RequestId enqueue(Prepared prepared, bool captured);
   void take_inboxes(StepStats& stats);
-  void build_sample_batch();
+  // Fills slot's sampling arrays from its schedule, and its prev_rows from the placeholders.
+  void build_sample_batch(StepSlot& slot);
+  Result<void> launch(StepSlot& slot);
+  // Waits for the oldest launched step (slot) and commits it: tokens, stop checks, events; a failed
+  // step ends its requests with the error. Returns the step's outcome.
+  Result<void> finish_step(StepSlot& slot, StepStats& stats);
+  // Whether a step of slot may stay in flight across step() calls (overlap on, it samples, and none
+  // of its rows needs the host's copy of the tokens before the next step: penalties).
+  bool may_overlap(const StepSlot& slot) const;
+  // Drops a finished request from live_ into retired_now_: a step's schedule may still name it.
+  void retire(RequestId id);
   // Queues an event of `seq` for publication.
   void emit(const LiveSeq& seq, Event&& ev);
   // Ends `seq` with `reason` (its blocks freed) and queues its finish event
@@ -144,17 +184,12 @@ class EngineCore {
   BlockManager blocks_;
   Scheduler scheduler_;
   std::unordered_map<RequestId, std::unique_ptr<LiveSeq>> live_;
-  StepSchedule sched_;
   std::vector<Event> step_events_;           // this step's events for poll()
   std::vector<Event> step_captured_events_;  // ... and for generate()
-  // Sampling arrays of the step's R rows.
-  std::vector<SamplingParams> row_params_;
-  std::vector<uint64_t> row_steps_;
-  std::vector<int32_t> hist_offsets_, hist_tokens_, hist_counts_;
-  std::vector<int32_t> out_tokens_, out_top_ids_;
-  std::vector<float> out_logprobs_, out_top_logprobs_;
-  int32_t max_logprobs_ = 0;
-  std::vector<Sequence*> sampled_seqs_;
+  bool overlap_ = false;                     // config_.overlap resolved against the runner
+  StepSlot slots_[2];
+  StepSlot* inflight_ = nullptr;  // the step launched and not finished (overlapped steps)
+  std::vector<std::unique_ptr<LiveSeq>> retired_now_;  // requests ended during this step() call
 };
 
 }  // namespace photon

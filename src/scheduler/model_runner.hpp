@@ -6,8 +6,11 @@
 // Thread-compatibility: one thread at a time (the engine's stepping thread).
 #pragma once
 
+#include <span>
+
 #include "core/batch_plan.hpp"
 #include "core/sampling.hpp"
+#include "core/sync_step_queue.hpp"
 #include "photon/result.hpp"
 
 namespace photon {
@@ -20,6 +23,23 @@ class ModelRunner {
   // plan.num_logits(), outputs in host memory. With no logits rows it only
   // runs the forward pass.
   virtual Result<void> execute(const BatchPlan& plan, const SampleBatch& batch, const SampleOutput& out) = 0;
+
+  // execute in two halves (Backend::launch_step_sampled and finish_step_sampled say how), so that
+  // the engine can schedule step N + 1 while step N runs: launch issues the step, finish waits
+  // for the oldest launched step's outputs (in the `out` of its launch). prev_rows: empty, or one
+  // entry per plan token; r >= 0 makes the token's input the id that row r of the step launched
+  // just before (still unfinished) samples. The default runs execute inside the launch.
+  virtual Result<void> launch(const BatchPlan& plan, const SampleBatch& batch, const SampleOutput& out,
+                              std::span<const int32_t> prev_rows) {
+    return sync_steps_.launch(plan, prev_rows, out.token_ids, batch.num_rows,
+                              [&](const BatchPlan& p) { return execute(p, batch, out); });
+  }
+  virtual Result<void> finish() { return sync_steps_.finish(); }
+  // Whether launch returns before the step has run, so that overlapping pays (the CUDA backend).
+  virtual bool overlaps_steps() const noexcept { return false; }
+
+ private:
+  SyncStepQueue sync_steps_;  // the default launch's steps
 };
 
 }  // namespace photon

@@ -33,6 +33,13 @@ void Scheduler::finish(Sequence* seq) {
   seq->status = SeqStatus::finished;
 }
 
+void Scheduler::requeue(Sequence* seq) {
+  if (seq->status != SeqStatus::running) return;
+  auto it = std::find(running_.begin(), running_.end(), seq);
+  if (it != running_.end()) running_.erase(it);
+  preempt(seq);
+}
+
 void Scheduler::preempt(Sequence* seq) {
   blocks_.release(*seq);
   seq->num_cached_tokens = 0;
@@ -100,11 +107,14 @@ void Scheduler::schedule(StepSchedule& out) {
   out.plan.finalize();
 }
 
-void Scheduler::commit(const StepSchedule& sched) {
-  for (const ScheduledSeq& s : sched.seqs) {
-    s.seq->num_computed_tokens += s.num_new_tokens;
-    blocks_.cache_computed_blocks(*s.seq);
-  }
+void Scheduler::advance(const StepSchedule& sched) {
+  for (const ScheduledSeq& s : sched.seqs)
+    if (s.seq->status == SeqStatus::running) s.seq->num_computed_tokens += s.num_new_tokens;
+}
+
+void Scheduler::register_computed(const StepSchedule& sched) {
+  for (const ScheduledSeq& s : sched.seqs)
+    if (s.seq->status == SeqStatus::running) blocks_.cache_computed_blocks(*s.seq);
 }
 
 }  // namespace photon

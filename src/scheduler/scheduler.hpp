@@ -68,11 +68,24 @@ class Scheduler {
   // After the forward pass of `sched` succeeded: advances each scheduled
   // sequence's num_computed_tokens and registers its newly full blocks in the
   // prefix cache. (The engine then appends sampled tokens.)
-  void commit(const StepSchedule& sched);
+  void commit(const StepSchedule& sched) {
+    advance(sched);
+    register_computed(sched);
+  }
+  // The two halves of commit, for overlapped steps (the engine advances a step's sequences before
+  // it is finished, so that the next step can be scheduled, and registers once its run is known
+  // to be good). Both skip sequences that are no longer running.
+  // advance: each running sequence's num_computed_tokens += its scheduled tokens.
+  void advance(const StepSchedule& sched);
+  // register_computed: the full blocks of computed tokens go to the prefix cache.
+  void register_computed(const StepSchedule& sched);
   // Ends a sequence wherever it is (running or waiting): takes it out of its
   // queue, releases its blocks and marks it finished. The caller may destroy
   // it afterwards.
   void finish(Sequence* seq);
+  // Takes a running sequence back to the front of WAITING as a preemption does (blocks released,
+  // computed tokens forgotten, counted in num_preemptions): its last step cannot count.
+  void requeue(Sequence* seq);
 
   int32_t num_running() const noexcept { return int32_t(running_.size()); }
   int32_t num_waiting() const noexcept { return int32_t(waiting_.size()); }

@@ -42,4 +42,15 @@ void Sequence::append_token(int32_t token) {
   if (tracks_penalties_) penalties_.add(token, true);
 }
 
+void Sequence::append_placeholder() {
+  tokens_.push_back(kPlaceholder);
+  placeholder_ = true;
+}
+
+void Sequence::fill_placeholder(int32_t token) {
+  tokens_.back() = token;
+  placeholder_ = false;
+  if (tracks_penalties_) penalties_.add(token, true);
+}
+
 }  // namespace photon

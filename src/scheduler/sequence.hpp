@@ -72,6 +72,14 @@ class Sequence {
 
   // Appends a sampled token (its KV is computed by the next step).
   void append_token(int32_t token);
+  // Overlapped steps: the place of a token sampled by a step still running, taken so that the next
+  // step can be scheduled over it (its input id then comes from that step's sample, on the device).
+  // The place holds kPlaceholder until fill_placeholder puts the id there (and counts it for the
+  // penalties, as append_token does). At most one at a time, always the last token.
+  static constexpr int32_t kPlaceholder = -1;
+  void append_placeholder();
+  void fill_placeholder(int32_t token);
+  bool has_placeholder() const noexcept { return placeholder_; }
 
   const SequenceParams& params() const noexcept { return params_; }
   // The Philox counter of the next sample: tokens sampled so far. Survives
@@ -98,6 +106,7 @@ class Sequence {
   int32_t prompt_len_;
   SequenceParams params_;
   bool tracks_penalties_;
+  bool placeholder_ = false;  // tokens_.back() is kPlaceholder
   PenaltyCounts penalties_;
 };
 

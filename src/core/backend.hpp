@@ -196,6 +196,14 @@ class Backend {
                                            const SampleOutput& out, std::span<const int32_t> prev_rows = {});
   virtual Result<void> finish_step_sampled();
   virtual bool overlaps_steps() const noexcept { return false; }
+  // Whether launch_step_sampled(plan, ..., batch, ...) would return before the step has run (CUDA:
+  // a decode-only step of a sampled graph). A caller that overlaps launches such steps before it
+  // finishes the one before, and finishes the one before first otherwise.
+  virtual bool launch_returns_early(const BatchPlan& plan, const SampleBatch& batch) const {
+    (void)plan;
+    (void)batch;
+    return false;
+  }
 
   // ---- ops ----------------------------------------------------------------
   // out[T,H] = table.w[ids[t], :]  (ids staged: plan.input_ids)

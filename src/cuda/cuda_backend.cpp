@@ -181,6 +181,9 @@ class CudaBackend final : public Backend {
                                    const SampleOutput& out, std::span<const int32_t> prev_rows) override;
   Result<void> finish_step_sampled() override;
   bool overlaps_steps() const noexcept override { return true; }
+  bool launch_returns_early(const BatchPlan& plan, const SampleBatch& batch) const override {
+    return sampled_graph_key(plan, batch, batch.num_rows > 0).has_value();
+  }
 
   // ---- ops ------------------------------------------------------------------
   Result<void> embed(Tensor out, const Weight& table, const StepPlanView& plan) override {
@@ -881,6 +884,15 @@ class CudaBackend final : public Backend {
   };
   // A decode-only plan that graphs serve: its key (bucket, block-table width), else nullopt.
   std::optional<GraphKey> graph_key(const BatchPlan& plan) const;
+  // The key of the graph that ends with the sampler for (plan, batch), where one serves them
+  // (sample_in_graph, one row per sequence, has_out: outputs to write, the rows graph-eligible).
+  std::optional<GraphKey> sampled_graph_key(const BatchPlan& plan, const SampleBatch& batch, bool has_out) const {
+    std::optional<GraphKey> key = options_.sample_in_graph ? graph_key(plan) : std::nullopt;
+    if (!key || batch.num_rows != plan.num_seqs() || !has_out || !sampler_->graph_eligible(batch, key->bucket))
+      return std::nullopt;
+    key->sampled = true;
+    return key;
+  }
   struct StepGraph {
     cudaGraphExec_t exec = nullptr;
     Tensor result;                  // forward's result at capture (fixed address)
@@ -1016,13 +1028,9 @@ Result<void> CudaBackend::launch_step_sampled(const BatchPlan& plan, const StepF
     return fail(Errc::invalid_argument, "launch_step_sampled: tokens take previous ids, but no step is launched");
 
   // The graph this step replays, if any (found or recorded; recording launches nothing).
-  std::optional<GraphKey> key = options_.sample_in_graph ? graph_key(plan) : std::nullopt;
-  if (key && (batch.num_rows != plan.num_seqs() || out.token_ids == nullptr ||
-              !sampler_->graph_eligible(batch, key->bucket)))
-    key.reset();
+  const std::optional<GraphKey> key = sampled_graph_key(plan, batch, out.token_ids != nullptr);
   StepGraph* g = nullptr;
   if (key) {
-    key->sampled = true;
     if (auto it = graphs_.find(*key); it != graphs_.end()) {
       if (it->second.alloc_generation == alloc_.generation() &&
           it->second.plan_epoch == staging_.graph_buffer_epoch() && it->second.sampler_epoch == sampler_->graph_epoch())

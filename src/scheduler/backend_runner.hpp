@@ -25,6 +25,9 @@ class BackendModelRunner final : public ModelRunner {
                       std::span<const int32_t> prev_rows) override;
   Result<void> finish() override { return backend_->finish_step_sampled(); }
   bool overlaps_steps() const noexcept override { return backend_->overlaps_steps(); }
+  bool launch_returns_early(const BatchPlan& plan, const SampleBatch& batch) const override {
+    return backend_->launch_returns_early(plan, batch);
+  }
 
   Backend& backend() noexcept { return *backend_; }
   Model& model() noexcept { return *model_; }

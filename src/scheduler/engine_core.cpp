@@ -200,10 +200,7 @@ void EngineCore::build_sample_batch(StepSlot& slot) {
   }
 }
 
-Result<void> EngineCore::launch(StepSlot& slot) {
-  build_sample_batch(slot);
-  slot.advanced = false;
-  slot.after_failure = false;
+SampleBatch EngineCore::sample_batch(const StepSlot& slot) {
   SampleBatch batch;
   batch.num_rows = int32_t(slot.sampled.size());
   batch.params = slot.row_params.data();
@@ -212,10 +209,17 @@ Result<void> EngineCore::launch(StepSlot& slot) {
   batch.history_tokens = slot.hist_tokens.data();
   batch.history_output_counts = slot.hist_counts.data();
   batch.max_logprobs = slot.max_logprobs;
-  const bool top = slot.max_logprobs > 0;
-  SampleOutput out{slot.out_tokens.data(), slot.out_logprobs.data(), top ? slot.out_top_ids.data() : nullptr,
-                   top ? slot.out_top_logprobs.data() : nullptr};
-  return runner_->launch(slot.sched.plan, batch, out, slot.prev_rows);
+  return batch;
+}
+
+Result<void> EngineCore::launch(StepSlot& slot) {
+  slot.advanced = false;
+  slot.after_failure = false;
+  StepSlot& s = slot;
+  const bool top = s.max_logprobs > 0;
+  SampleOutput out{s.out_tokens.data(), s.out_logprobs.data(), top ? s.out_top_ids.data() : nullptr,
+                   top ? s.out_top_logprobs.data() : nullptr};
+  return runner_->launch(s.sched.plan, sample_batch(s), out, s.prev_rows);
 }
 
 bool EngineCore::may_overlap(const StepSlot& slot) const {
@@ -262,6 +266,20 @@ Result<StepStats> EngineCore::step() {
   StepSlot& cur = prev == &slots_[0] ? slots_[1] : slots_[0];
   scheduler_.schedule(cur.sched);
   stats.preempted = int32_t(cur.sched.preempted.size());
+  build_sample_batch(cur);
+  // A step whose launch would run it to its end (CUDA: anything but a sampled decode graph) goes
+  // after the step in flight has finished, so that its tokens are not held back by this one.
+  const bool early = !cur.sched.empty() && overlap_ &&
+                     (config_.overlap == StepOverlap::on || runner_->launch_returns_early(cur.sched.plan, sample_batch(cur)));
+  Result<void> outcome;
+  if (prev != nullptr && !early) {
+    // Scheduled again once it has: its samples are in and the requests that ended are out.
+    outcome = finish_step(*prev, stats);
+    prev = nullptr;
+    scheduler_.schedule(cur.sched);
+    stats.preempted += int32_t(cur.sched.preempted.size());
+    build_sample_batch(cur);
+  }
   Result<void> launched;
   if (!cur.sched.empty()) {
     stats.seqs = int32_t(cur.sched.seqs.size());
@@ -270,7 +288,6 @@ Result<StepStats> EngineCore::step() {
   }
   const bool running = !cur.sched.empty() && launched.has_value();
   inflight_ = running ? &cur : nullptr;
-  Result<void> outcome;
   if (prev != nullptr) outcome = finish_step(*prev, stats);
   // A step that took the samples of a failed step finishes now, before anything takes its own.
   if (running && !outcome) cur.after_failure = !cur.prev_rows.empty();
@@ -287,7 +304,7 @@ Result<StepStats> EngineCore::step() {
     }
     if (outcome) outcome = std::move(launched);
   }
-  if (running && (!may_overlap(cur) || cur.after_failure)) {
+  if (running && (!early || !may_overlap(cur) || cur.after_failure)) {
     Result<void> done = finish_step(cur, stats);
     inflight_ = nullptr;
     if (outcome) outcome = std::move(done);

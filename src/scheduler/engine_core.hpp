@@ -42,9 +42,10 @@
 
 namespace photon {
 
-// Whether step() overlaps steps: automatic where the runner gains by it (ModelRunner::
-// overlaps_steps(): the CUDA backend), on (also with a runner that runs steps inside launch: the
-// engine's bookkeeping is the same, for tests), off.
+// Whether step() overlaps steps: automatic where the runner's launch returns early
+// (ModelRunner::overlaps_steps, and per step launch_returns_early: the CUDA backend's sampled decode
+// graphs); on: every step as if its launch returned early (the bookkeeping of the overlap over any
+// runner, for tests); off.
 enum class StepOverlap : uint8_t { automatic, on, off };
 
 struct EngineCoreConfig {
@@ -133,6 +134,7 @@ class EngineCore {
   void take_inboxes(StepStats& stats);
   // Fills slot's sampling arrays from its schedule, and its prev_rows from the placeholders.
   void build_sample_batch(StepSlot& slot);
+  static SampleBatch sample_batch(const StepSlot& slot);
   Result<void> launch(StepSlot& slot);
   // Waits for the oldest launched step (slot) and commits it: tokens, stop checks, events; a failed
   // step ends its requests with the error. Returns the step's outcome.

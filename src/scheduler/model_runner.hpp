@@ -35,8 +35,14 @@ class ModelRunner {
                               [&](const BatchPlan& p) { return execute(p, batch, out); });
   }
   virtual Result<void> finish() { return sync_steps_.finish(); }
-  // Whether launch returns before the step has run, so that overlapping pays (the CUDA backend).
+  // Whether launch returns before a step has run, for some steps (the CUDA backend), and for this
+  // one (Backend::overlaps_steps, launch_returns_early).
   virtual bool overlaps_steps() const noexcept { return false; }
+  virtual bool launch_returns_early(const BatchPlan& plan, const SampleBatch& batch) const {
+    (void)plan;
+    (void)batch;
+    return false;
+  }
 
  private:
   SyncStepQueue sync_steps_;  // the default launch's steps

@@ -29,8 +29,10 @@ inline EngineCoreConfig fake_config(int32_t num_blocks, int32_t block_size, int3
   return c;
 }
 
-inline Engine make_fake_engine(const EngineCoreConfig& cfg, FakeRunnerLog* log = nullptr, int32_t fail_at_call = -1) {
-  auto runner = std::make_unique<FakeRunner>(cfg.num_blocks, cfg.block_size, cfg.vocab_size, log, fail_at_call);
+inline Engine make_fake_engine(const EngineCoreConfig& cfg, FakeRunnerLog* log = nullptr, int32_t fail_at_call = -1,
+                               bool early_decode = false) {
+  auto runner =
+      std::make_unique<FakeRunner>(cfg.num_blocks, cfg.block_size, cfg.vocab_size, log, fail_at_call, early_decode);
   auto core = EngineCore::create(cfg, std::move(runner));
   REQUIRE(core.has_value());
   return EngineImplAccess::make(std::make_unique<Engine::Impl>(std::move(*core), "fake"));

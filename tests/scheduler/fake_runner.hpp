@@ -34,9 +34,18 @@ struct FakeRunnerLog {
 
 class FakeRunner final : public ModelRunner {
  public:
+  // early_decode: the runner says (ModelRunner::launch_returns_early) that its decode-only steps
+  // return early, as the CUDA backend's sampled decode graphs do, so that an engine with overlap
+  // "auto" overlaps those and finishes the step before any other first. (It still runs every step
+  // inside launch.)
   FakeRunner(int32_t num_blocks, int32_t block_size, int32_t vocab, FakeRunnerLog* log = nullptr,
-             int32_t fail_at_call = -1)
-      : model_(num_blocks, block_size, vocab), log_(log), fail_at_call_(fail_at_call) {}
+             int32_t fail_at_call = -1, bool early_decode = false)
+      : model_(num_blocks, block_size, vocab), log_(log), fail_at_call_(fail_at_call), early_decode_(early_decode) {}
+
+  bool overlaps_steps() const noexcept override { return early_decode_; }
+  bool launch_returns_early(const BatchPlan& plan, const SampleBatch& batch) const override {
+    return early_decode_ && plan.num_tokens() == plan.num_seqs() && batch.num_rows == plan.num_seqs();
+  }
 
   Result<void> execute(const BatchPlan& plan, const SampleBatch& batch, const SampleOutput& out) override {
     const int32_t call = calls_++;
@@ -72,6 +81,7 @@ class FakeRunner final : public ModelRunner {
   FakeKvModel model_;
   FakeRunnerLog* log_;
   int32_t fail_at_call_;
+  bool early_decode_;
   int32_t calls_ = 0;
   std::vector<int32_t> next_;
 };

@@ -64,9 +64,15 @@ TEST_CASE("engine with overlapped steps: tokens equal the reference under batchi
       {32, 18, 2, 16, 32, 11, 10}, {64, 40, 4, 64, 64, 20, 20}, {64, 30, 3, 7, 12, 16, 30},
   };
   for (const Row& row : rows) {
-    for (bool eos : {false, true}) {
+    for (int mode = 0; mode < 4; ++mode) {
+      const bool eos = mode % 2 == 1;
+      // overlap on: every step is launched before the one in flight finishes; auto over a runner
+      // whose decode-only steps return early: other steps first finish the one in flight and take
+      // its ids on the host.
+      const bool every_step = mode < 2;
       DYNAMIC_SECTION(row.num_requests << " requests, " << row.num_blocks << "x" << row.block_size << " KV, "
-                                       << row.max_batch_tokens << " tokens/step" << (eos ? ", an EOS" : "")) {
+                                       << row.max_batch_tokens << " tokens/step" << (eos ? ", an EOS" : "")
+                                       << (every_step ? ", overlap on" : ", decode steps overlapped")) {
         auto cfg = fake_config(row.num_blocks, row.block_size, row.max_batch_tokens, row.max_seqs);
         std::vector<int32_t> arrival;
         const auto reqs = make_requests(row.num_requests, row.shared_len, 11u + uint32_t(row.num_requests),
@@ -79,7 +85,7 @@ TEST_CASE("engine with overlapped steps: tokens equal the reference under batchi
           stops = {free_run[2]};
           cfg.eos_token_ids = stops;
         }
-        Engine on = make_fake_engine(overlapped(cfg));
+        Engine on = every_step ? make_fake_engine(overlapped(cfg)) : make_fake_engine(cfg, nullptr, -1, true);
         Engine off = make_fake_engine(cfg);
         const auto got = run_staggered(on, reqs, arrival);
         const auto ref = run_staggered(off, reqs, arrival);
@@ -155,36 +161,41 @@ TEST_CASE("engine with overlapped steps: cancel while the request's step is in f
   CHECK(engine.metrics().kv_blocks_used == 0);
 }
 
-TEST_CASE("engine with overlapped steps: a failed step ends its batch, and the step after it reruns the others",
-          "[scheduler]") {
+TEST_CASE("engine with overlapped steps: a failed step ends its batch and no other request", "[scheduler]") {
   const auto cfg = fake_config(32, 4, 64, 3);
-  // execute() calls: 0 the prefill of a and b, 1 and 2 their decodes (2 fails); the step after the
-  // failure took its samples and holds c's prefill as well: it fails with it and c goes back to
-  // the queue.
-  Engine engine = make_fake_engine(overlapped(cfg), nullptr, /*fail_at_call=*/2);
-  EventCollector events;
-  Request r{.prompt_tokens = {1, 2, 3}, .max_tokens = 6};
-  r.sampling.temperature = 0.0f;
-  const RequestId a = *engine.submit(r), b = *engine.submit(r);
-  for (int i = 0; i < 3; ++i) REQUIRE(engine.step().has_value());
-  Request rc{.prompt_tokens = {9, 8, 7, 6}, .max_tokens = 5};
-  rc.sampling.temperature = 0.0f;
-  const RequestId c = *engine.submit(rc);
-  auto failed = engine.step();
-  REQUIRE_FALSE(failed.has_value());
-  CHECK(failed.error().code == Errc::out_of_memory);
-  int errors = 0;
-  while (engine.has_work()) errors += engine.step().has_value() ? 0 : 1;
-  CHECK(errors == 0);  // one error, for the step that failed
-  events.drain(engine);
-  CHECK(events[a].finish == FinishReason::error);
-  CHECK(events[a].events.back().error.find("injected") != std::string::npos);
-  CHECK(events[b].finish == FinishReason::error);
-  CHECK(events[c].finish == FinishReason::length);
-  CHECK(events[c].tokens == fake_expected(rc.prompt_tokens, 5, cfg.vocab_size, {}));
-  CHECK(engine.metrics().preemptions >= 1);  // c's rerun
-  CHECK(events.violations() == 0);
-  CHECK(engine.metrics().kv_blocks_used == 0);
+  // execute() calls: 0 the prefill of a and b, 1 and 2 their decodes (2 fails). The step after the
+  // failure holds their decode rows and c's prefill. With overlap on it was launched over the
+  // failed step's samples: it fails with it and c goes back to the queue. With decode steps
+  // overlapped only, it waits for the failed step, takes no ids from it and runs.
+  for (bool every_step : {true, false}) {
+    DYNAMIC_SECTION((every_step ? "overlap on" : "decode steps overlapped")) {
+      Engine engine = every_step ? make_fake_engine(overlapped(cfg), nullptr, /*fail_at_call=*/2)
+                                 : make_fake_engine(cfg, nullptr, /*fail_at_call=*/2, /*early_decode=*/true);
+      EventCollector events;
+      Request r{.prompt_tokens = {1, 2, 3}, .max_tokens = 6};
+      r.sampling.temperature = 0.0f;
+      const RequestId a = *engine.submit(r), b = *engine.submit(r);
+      for (int i = 0; i < 3; ++i) REQUIRE(engine.step().has_value());
+      Request rc{.prompt_tokens = {9, 8, 7, 6}, .max_tokens = 5};
+      rc.sampling.temperature = 0.0f;
+      const RequestId c = *engine.submit(rc);
+      auto failed = engine.step();
+      REQUIRE_FALSE(failed.has_value());
+      CHECK(failed.error().code == Errc::out_of_memory);
+      int errors = 0;
+      while (engine.has_work()) errors += engine.step().has_value() ? 0 : 1;
+      CHECK(errors == 0);  // one error, for the step that failed
+      events.drain(engine);
+      CHECK(events[a].finish == FinishReason::error);
+      CHECK(events[a].events.back().error.find("injected") != std::string::npos);
+      CHECK(events[b].finish == FinishReason::error);
+      CHECK(events[c].finish == FinishReason::length);
+      CHECK(events[c].tokens == fake_expected(rc.prompt_tokens, 5, cfg.vocab_size, {}));
+      CHECK(engine.metrics().preemptions == (every_step ? 1u : 0u));  // c's rerun
+      CHECK(events.violations() == 0);
+      CHECK(engine.metrics().kv_blocks_used == 0);
+    }
+  }
 }
 
 TEST_CASE("engine with overlapped steps on the CPU backend: golden greedy and seeded runs are unchanged",

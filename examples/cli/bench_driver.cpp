@@ -133,12 +133,17 @@ Result<void> LockstepDriver::decode(int32_t steps) {
     return {};
   };
   std::vector<const int32_t*> first_ids(S);
+  for (size_t s = 0; s < S; ++s) first_ids[s] = seqs_[s].tokens.data() + seqs_[s].cached;
   for (int32_t i = 0; i < steps; ++i) {
     BatchPlan plan;
-    if (i == 0) {
-      for (size_t s = 0; s < S; ++s) first_ids[s] = seqs_[s].tokens.data() + seqs_[s].cached;
-    }
     Result<void> planned = decode_plan(plan, i == 0 ? first_ids.data() : nullptr);
+    if (i == 0 && planned && !backend_.launch_returns_early(plan, batch)) {
+      // Steps whose launch runs them to their end (CUDA: no sampled decode graph, e.g. over 64
+      // rows) gain nothing by overlapping: one at a time, as the engine runs them.
+      PHOTON_TRY(run(plan, prev_rows_));  // prev_rows_[s] = s: row s is sequence s
+      for (int32_t k = 1; k < steps; ++k) PHOTON_TRY(decode_step());
+      return {};
+    }
     if (planned) {
       for (size_t s = 0; s < S; ++s) steps_[s] = seqs_[s].sampled++;
       SampleOutput out;

@@ -191,12 +191,12 @@ void EngineCore::build_sample_batch(StepSlot& slot) {
   slot.prev_rows.clear();
   const BatchPlan& plan = slot.sched.plan;
   for (size_t s = 0; s < slot.sched.seqs.size(); ++s) {
-    const Sequence& seq = *slot.sched.seqs[s].seq;
+    const LiveSeq& seq = live(*slot.sched.seqs[s].seq);
     if (!seq.has_placeholder()) continue;
     const int32_t last = plan.query_start[s + 1] - 1;  // the sequence's last token in the plan
     if (plan.positions[size_t(last)] != seq.num_tokens() - 1) continue;
     if (slot.prev_rows.empty()) slot.prev_rows.assign(size_t(plan.num_tokens()), -1);
-    slot.prev_rows[size_t(last)] = live(const_cast<Sequence&>(seq)).placeholder_row;
+    slot.prev_rows[size_t(last)] = seq.placeholder_row;
   }
 }
 

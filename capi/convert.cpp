@@ -95,6 +95,9 @@ photon_engine_params default_engine_params() {
               : d.weights == "int8-lm-head" ? PHOTON_WEIGHTS_INT8_LM_HEAD
                                             : PHOTON_WEIGHTS_AUTO;
   p.int8_group_size = d.int8_group_size;
+  p.step_overlap = d.step_overlap == "on"    ? PHOTON_STEP_OVERLAP_ON
+                   : d.step_overlap == "off" ? PHOTON_STEP_OVERLAP_OFF
+                                             : PHOTON_STEP_OVERLAP_AUTO;
   return p;
 }
 
@@ -211,6 +214,14 @@ Result<EngineOptions> to_engine_options(const char* model_dir, const photon_engi
                   "params->weights = " + std::to_string(int(p.weights)) + " is not a photon_weights value");
   }
   o.int8_group_size = p.int8_group_size;
+  switch (p.step_overlap) {
+    case PHOTON_STEP_OVERLAP_AUTO: o.step_overlap = "auto"; break;
+    case PHOTON_STEP_OVERLAP_ON: o.step_overlap = "on"; break;
+    case PHOTON_STEP_OVERLAP_OFF: o.step_overlap = "off"; break;
+    default:
+      return fail(Errc::invalid_argument, "params->step_overlap = " + std::to_string(int(p.step_overlap)) +
+                                              " is not a photon_step_overlap value");
+  }
   return o;
 }
 

@@ -37,7 +37,8 @@ PHOTON_CAPI_LAYOUT(photon_engine_params, F(photon_engine_params, struct_size), F
                    F(photon_engine_params, kv_bytes), F(photon_engine_params, kv_memory_fraction),
                    F(photon_engine_params, max_batch_tokens), F(photon_engine_params, max_seqs),
                    F(photon_engine_params, prefix_caching), F(photon_engine_params, load_tokenizer),
-                   F(photon_engine_params, weights), F(photon_engine_params, int8_group_size));
+                   F(photon_engine_params, weights), F(photon_engine_params, int8_group_size),
+                   F(photon_engine_params, step_overlap));
 PHOTON_CAPI_LAYOUT(photon_engine_info, F(photon_engine_info, struct_size), F(photon_engine_info, backend),
                    F(photon_engine_info, vocab_size), F(photon_engine_info, max_model_len),
                    F(photon_engine_info, block_size), F(photon_engine_info, kv_capacity_tokens),

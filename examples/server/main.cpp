@@ -68,6 +68,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   app.add_flag("!--no-prefix-caching", eo.prefix_caching, "do not share the KV blocks of equal prompt prefixes");
+  app.add_option("--step-overlap", eo.step_overlap,
+                 "launch each step before the previous one's tokens are read: where the backend runs steps "
+                 "asynchronously (auto: CUDA), always (on), never (off)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_option("--served-model-name", served_name, "the model id clients send and see (default: the folder's name)");
   app.add_option("--api-key", so.api_key, "require \"Authorization: Bearer KEY\" on /v1/* and /metrics");
   app.add_option("--http-threads", so.http_threads, "HTTP requests served at once (a stream holds one)")

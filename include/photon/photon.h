@@ -296,6 +296,15 @@ typedef enum photon_weights {
   PHOTON_WEIGHTS_INT8_LM_HEAD = 2 /* INT8, and the LM head too (faster decode steps of up to 16 sequences) */
 } photon_weights;
 
+/* Overlapped engine steps (the C side of EngineOptions::step_overlap): step N + 1 is
+ * launched before step N's tokens are read, so that the host's part of a step runs while the GPU
+ * works; a step's tokens then reach the events one photon_engine_step call later. */
+typedef enum photon_step_overlap {
+  PHOTON_STEP_OVERLAP_AUTO = 0, /* where the backend runs steps asynchronously (CUDA) */
+  PHOTON_STEP_OVERLAP_ON = 1,   /* every step (on the CPU it only delays the events: for tests) */
+  PHOTON_STEP_OVERLAP_OFF = 2
+} photon_step_overlap;
+
 /* Options of photon_engine_open. The KV cache is sized by at most one of
  * kv_blocks, kv_bytes and kv_memory_fraction; none: 90% of free GPU memory
  * (CUDA) or min(1 GiB, 25% of available RAM) (CPU), never more than
@@ -318,6 +327,7 @@ typedef struct photon_engine_params {
   bool load_tokenizer;
   photon_weights weights;    /* default PHOTON_WEIGHTS_AUTO; INT8 on a backend without int8 matmuls: UNSUPPORTED */
   int32_t int8_group_size;   /* > 0: inputs per int8 scale; default 128 */
+  photon_step_overlap step_overlap; /* default PHOTON_STEP_OVERLAP_AUTO */
 } photon_engine_params;
 
 /* Facts about an open engine, written by photon_engine_get_info. */

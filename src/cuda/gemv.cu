@@ -571,6 +571,13 @@ bool gemv_applies(const GemvArgs& a) {
 // 16-byte chunks of a passes launch's rows.
 int64_t gemv_passes_chunks(const GemvArgs& a) { return a.w8 != nullptr ? a.K / 16 : a.K / 8; }
 
+// The passes kernel writing Out, for int8 or bf16 weights, in tiles of 4 or 2 loads per lane.
+template <class Out>
+GemvKernel passes_kernel(bool int8_weights, bool tiles_of_4) {
+  if (int8_weights) return tiles_of_4 ? gemv_passes_kernel<Out, true, 4> : gemv_passes_kernel<Out, true, 2>;
+  return tiles_of_4 ? gemv_passes_kernel<Out, false, 4> : gemv_passes_kernel<Out, false, 2>;
+}
+
 bool gemv_passes_applies(const GemvArgs& a) {
   return a.passes_grid > 0 && a.M == 1 && a.norm_w != nullptr && a.mode == GemvMode::plain &&
          a.rope.q_out == nullptr && gemv_passes_chunks(a) % 64 == 0 && int64_t(a.K) * 2 <= kGemvMaxStagedBytes;
@@ -587,11 +594,7 @@ Status launch_gemv(const GemvArgs& a, cudaStream_t stream) {
     const dim3 grid(unsigned(groups < a.passes_grid ? groups : a.passes_grid));
     const size_t smem = size_t(a.K) * 2;
     const bool i8 = a.w8 != nullptr, p4 = gemv_passes_chunks(a) % 128 == 0;
-    const GemvKernel k =
-        a.out_f32 ? (i8 ? (p4 ? gemv_passes_kernel<float, true, 4> : gemv_passes_kernel<float, true, 2>)
-                        : (p4 ? gemv_passes_kernel<float, false, 4> : gemv_passes_kernel<float, false, 2>))
-                  : (i8 ? (p4 ? gemv_passes_kernel<bf16, true, 4> : gemv_passes_kernel<bf16, true, 2>)
-                        : (p4 ? gemv_passes_kernel<bf16, false, 4> : gemv_passes_kernel<bf16, false, 2>));
+    const GemvKernel k = a.out_f32 ? passes_kernel<float>(i8, p4) : passes_kernel<bf16>(i8, p4);
     PHOTON_CUDA_TRY(launch_kernel(k, grid, dim3(kThreads), smem, stream, a));
     return {};
   }

@@ -51,6 +51,12 @@ static void test_open_errors(void) {
   p.int8_group_size = 0;
   CHECK_STATUS(photon_engine_open(&e, dir, &p), PHOTON_E_INVALID_ARGUMENT);
   CHECK(e == NULL);
+  photon_engine_params_init(&p, sizeof p);
+  p.backend = PHOTON_BACKEND_CPU;
+  p.step_overlap = (photon_step_overlap)3;
+  CHECK_STATUS(photon_engine_open(&e, dir, &p), PHOTON_E_INVALID_ARGUMENT);
+  CHECK_MESSAGE_HAS("params->step_overlap = 3 is not a photon_step_overlap value");
+  CHECK(e == NULL);
   photon_engine_destroy(NULL); /* a no-op */
 }
 
@@ -612,6 +618,47 @@ static void test_blocking_generate(void) {
   photon_engine_destroy(e);
 }
 
+/* PHOTON_STEP_OVERLAP_ON (forced on the CPU): the events of each step come one
+ * photon_engine_step later, the text and tokens, stop string included, are those
+ * of the engine without it. */
+static void test_step_overlap(void) {
+  char dir[1024];
+  photon_engine* e[2] = {NULL, NULL};
+  photon_engine_params ep;
+  photon_request_params p;
+  collected c[2];
+  photon_str stop;
+  int i;
+  memset(c, 0, sizeof c);
+  for (i = 0; i < 2; ++i) {
+    photon_engine_params_init(&ep, sizeof ep);
+    ep.backend = PHOTON_BACKEND_CPU;
+    ep.threads = 1;
+    ep.kv_blocks = 64;
+    ep.step_overlap = i == 0 ? PHOTON_STEP_OVERLAP_OFF : PHOTON_STEP_OVERLAP_ON;
+    CHECK_STATUS(photon_engine_open(&e[i], capi_stories_dir(dir, sizeof dir), &ep), PHOTON_OK);
+    REQUIRE(e[i] != NULL);
+  }
+  photon_request_params_init(&p, sizeof p);
+  p.temperature = 0.0f;
+  p.max_tokens = 24;
+  stop.data = " girl";
+  stop.len = 5;
+  p.stop_strings = &stop;
+  p.num_stop_strings = 1;
+  for (i = 0; i < 2; ++i) {
+    CHECK_STATUS(photon_engine_submit_tokens(&c[i].id, e[i], once_ids, 5, &p), PHOTON_OK);
+    REQUIRE(util_run(e[i], c + i, 1, 100));
+  }
+  CHECK(c[0].finish == PHOTON_FINISH_STOP && c[1].finish == PHOTON_FINISH_STOP);
+  CHECK(c[0].num_tokens > 0 && c[1].num_tokens == c[0].num_tokens);
+  CHECK(memcmp(c[0].tokens, c[1].tokens, (size_t)c[0].num_tokens * sizeof(int32_t)) == 0);
+  CHECK(c[1].text_len == c[0].text_len && memcmp(c[0].text, c[1].text, c[0].text_len) == 0);
+  CHECK(c[0].bad_order == 0 && c[1].bad_order == 0 && c[1].num_finish_events == 1);
+  photon_engine_destroy(e[0]);
+  photon_engine_destroy(e[1]);
+}
+
 int main(void) {
   RUN(test_open_errors);
   RUN(test_info_and_tokenizer);
@@ -626,5 +673,6 @@ int main(void) {
   RUN(test_loop);
   RUN(test_int8_weights);
   RUN(test_without_tokenizer);
+  RUN(test_step_overlap);
   return capi_summary();
 }

@@ -215,11 +215,10 @@ SampleBatch EngineCore::sample_batch(const StepSlot& slot) {
 Result<void> EngineCore::launch(StepSlot& slot) {
   slot.advanced = false;
   slot.after_failure = false;
-  StepSlot& s = slot;
-  const bool top = s.max_logprobs > 0;
-  SampleOutput out{s.out_tokens.data(), s.out_logprobs.data(), top ? s.out_top_ids.data() : nullptr,
-                   top ? s.out_top_logprobs.data() : nullptr};
-  return runner_->launch(s.sched.plan, sample_batch(s), out, s.prev_rows);
+  const bool top = slot.max_logprobs > 0;
+  SampleOutput out{slot.out_tokens.data(), slot.out_logprobs.data(), top ? slot.out_top_ids.data() : nullptr,
+                   top ? slot.out_top_logprobs.data() : nullptr};
+  return runner_->launch(slot.sched.plan, sample_batch(slot), out, slot.prev_rows);
 }
 
 bool EngineCore::may_overlap(const StepSlot& slot) const {
@@ -292,16 +291,7 @@ Result<StepStats> EngineCore::step() {
   // A step that took the samples of a failed step finishes now, before anything takes its own.
   if (running && !outcome) cur.after_failure = !cur.prev_rows.empty();
   if (!launched) {
-    // The batch's requests end with the error; every other request is untouched.
-    for (const ScheduledSeq& s : cur.sched.seqs) {
-      LiveSeq& seq = live(*s.seq);
-      if (seq.status == SeqStatus::finished) continue;
-      Event ev;
-      ev.request = seq.id();
-      ev.error = launched.error().message;
-      finish(seq, std::move(ev), FinishReason::error, stats);
-      retire(seq.id());
-    }
+    end_with_error(cur.sched, launched.error().message, stats);
     if (outcome) outcome = std::move(launched);
   }
   if (running && (!early || !may_overlap(cur) || cur.after_failure)) {
@@ -321,6 +311,18 @@ Result<StepStats> EngineCore::step() {
   return stats;
 }
 
+void EngineCore::end_with_error(const StepSchedule& sched, const std::string& message, StepStats& stats) {
+  for (const ScheduledSeq& s : sched.seqs) {
+    LiveSeq& seq = live(*s.seq);
+    if (seq.status == SeqStatus::finished) continue;
+    Event ev;
+    ev.request = seq.id();
+    ev.error = message;
+    finish(seq, std::move(ev), FinishReason::error, stats);
+    retire(seq.id());
+  }
+}
+
 Result<void> EngineCore::finish_step(StepSlot& slot, StepStats& stats) {
   Result<void> outcome = runner_->finish();
   if (!outcome && slot.after_failure) {
@@ -330,16 +332,7 @@ Result<void> EngineCore::finish_step(StepSlot& slot, StepStats& stats) {
     return {};
   }
   if (!outcome) {
-    // The batch's requests end with the error; every other request is untouched.
-    for (const ScheduledSeq& s : slot.sched.seqs) {
-      LiveSeq& seq = live(*s.seq);
-      if (seq.status == SeqStatus::finished) continue;
-      Event ev;
-      ev.request = seq.id();
-      ev.error = outcome.error().message;
-      finish(seq, std::move(ev), FinishReason::error, stats);
-      retire(seq.id());
-    }
+    end_with_error(slot.sched, outcome.error().message, stats);
     slot.retired.clear();
     return outcome;
   }

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -139,6 +140,9 @@ class EngineCore {
   // Waits for the oldest launched step (slot) and commits it: tokens, stop checks, events; a failed
   // step ends its requests with the error. Returns the step's outcome.
   Result<void> finish_step(StepSlot& slot, StepStats& stats);
+  // A failed step: the requests of `sched` still running end with `message` (error events);
+  // every other request is untouched.
+  void end_with_error(const StepSchedule& sched, const std::string& message, StepStats& stats);
   // Whether a step of slot may stay in flight across step() calls (overlap on, it samples, and none
   // of its rows needs the host's copy of the tokens before the next step: penalties).
   bool may_overlap(const StepSlot& slot) const;

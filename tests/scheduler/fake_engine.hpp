@@ -29,6 +29,17 @@ inline EngineCoreConfig fake_config(int32_t num_blocks, int32_t block_size, int3
   return c;
 }
 
+// Batching scenarios of the engine tests over FakeRunner: request count, KV pool, step budget,
+// running limit, shared prompt prefix, and the spread of arrival steps (preemption, chunking and
+// prefix sharing in various mixes).
+struct FakeScenario {
+  int32_t num_requests, num_blocks, block_size, max_batch_tokens, max_seqs, shared_len, spread;
+};
+inline std::vector<FakeScenario> fake_scenarios() {
+  return {{1, 16, 4, 64, 8, 0, 0},     {8, 64, 4, 1, 8, 5, 6},      {16, 12, 4, 9, 16, 0, 3},
+          {32, 18, 2, 16, 32, 11, 10}, {64, 40, 4, 64, 64, 20, 20}, {64, 30, 3, 7, 12, 16, 30}};
+}
+
 inline Engine make_fake_engine(const EngineCoreConfig& cfg, FakeRunnerLog* log = nullptr, int32_t fail_at_call = -1,
                                bool early_decode = false) {
   auto runner =

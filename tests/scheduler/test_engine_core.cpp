@@ -62,14 +62,7 @@ std::vector<Collected> run_all(Engine& engine, const std::vector<Arrival>& arriv
 }  // namespace
 
 TEST_CASE("engine: batched greedy equals single-request greedy under preemption and chunking", "[scheduler]") {
-  struct Row {
-    int32_t num_requests, num_blocks, block_size, max_batch_tokens, max_seqs, shared_len, spread;
-  };
-  const Row rows[] = {
-      {1, 16, 4, 64, 8, 0, 0},      {8, 64, 4, 1, 8, 5, 6},      {16, 12, 4, 9, 16, 0, 3},
-      {32, 18, 2, 16, 32, 11, 10},  {64, 40, 4, 64, 64, 20, 20}, {64, 30, 3, 7, 12, 16, 30},
-  };
-  for (const Row& row : rows) {
+  for (const FakeScenario& row : fake_scenarios()) {
     DYNAMIC_SECTION(row.num_requests << " requests, " << row.num_blocks << "x" << row.block_size << " KV, "
                                      << row.max_batch_tokens << " tokens/step") {
       const auto cfg = fake_config(row.num_blocks, row.block_size, row.max_batch_tokens, row.max_seqs);

@@ -56,14 +56,7 @@ std::vector<int32_t> expected(const Request& r, int32_t vocab, const std::vector
 
 TEST_CASE("engine with overlapped steps: tokens equal the reference under batching, chunking and preemption",
           "[scheduler]") {
-  struct Row {
-    int32_t num_requests, num_blocks, block_size, max_batch_tokens, max_seqs, shared_len, spread;
-  };
-  const Row rows[] = {
-      {1, 16, 4, 64, 8, 0, 0},     {8, 64, 4, 1, 8, 5, 6},      {16, 12, 4, 9, 16, 0, 3},
-      {32, 18, 2, 16, 32, 11, 10}, {64, 40, 4, 64, 64, 20, 20}, {64, 30, 3, 7, 12, 16, 30},
-  };
-  for (const Row& row : rows) {
+  for (const FakeScenario& row : fake_scenarios()) {
     for (int mode = 0; mode < 4; ++mode) {
       const bool eos = mode % 2 == 1;
       // overlap on: every step is launched before the one in flight finishes; auto over a runner

@@ -98,6 +98,7 @@ photon_engine_params default_engine_params() {
   p.step_overlap = d.step_overlap == "on"    ? PHOTON_STEP_OVERLAP_ON
                    : d.step_overlap == "off" ? PHOTON_STEP_OVERLAP_OFF
                                              : PHOTON_STEP_OVERLAP_AUTO;
+  p.lm_head_screen = d.lm_head_screen;
   return p;
 }
 
@@ -222,6 +223,7 @@ Result<EngineOptions> to_engine_options(const char* model_dir, const photon_engi
       return fail(Errc::invalid_argument, "params->step_overlap = " + std::to_string(int(p.step_overlap)) +
                                               " is not a photon_step_overlap value");
   }
+  o.lm_head_screen = p.lm_head_screen;
   return o;
 }
 

@@ -38,7 +38,7 @@ PHOTON_CAPI_LAYOUT(photon_engine_params, F(photon_engine_params, struct_size), F
                    F(photon_engine_params, max_batch_tokens), F(photon_engine_params, max_seqs),
                    F(photon_engine_params, prefix_caching), F(photon_engine_params, load_tokenizer),
                    F(photon_engine_params, weights), F(photon_engine_params, int8_group_size),
-                   F(photon_engine_params, step_overlap));
+                   F(photon_engine_params, step_overlap), F(photon_engine_params, lm_head_screen));
 PHOTON_CAPI_LAYOUT(photon_engine_info, F(photon_engine_info, struct_size), F(photon_engine_info, backend),
                    F(photon_engine_info, vocab_size), F(photon_engine_info, max_model_len),
                    F(photon_engine_info, block_size), F(photon_engine_info, kv_capacity_tokens),

@@ -52,6 +52,7 @@ struct BenchArgs {
   bool decode_attention_clusters = true;
   bool persistent_decode = false;
   bool overlap_steps = true;
+  bool lm_head_screen = true;  // ModelLoadOptions::lm_head_screen
   bool skinny_decode_matmul = true;
   WeightFlags weights;  // --int8, --int8-lm-head, --int8-group (ModelLoadOptions' int8 fields)
 };
@@ -81,15 +82,16 @@ std::pair<int32_t, int32_t> parse_shape(const std::string& s) {
 // int8_group > 0 the layers' linear weights are int8 codes (1 byte each) plus
 // one f32 scale per int8_group inputs of a row; the LM head stays bf16 unless int8_head.
 double decode_bytes_per_step(const ModelConfig& c, int64_t batch, int64_t context, int32_t int8_group,
-                             bool int8_head) {
+                             int32_t head_group) {
   const double H = c.hidden_size, I = c.intermediate_size, L = c.num_layers;
-  auto linear = [&](double N, int64_t K) {  // one [N, K] weight
-    if (int8_group <= 0) return 2.0 * N * double(K);
-    return N * (double(K) + 4.0 * double((K + int8_group - 1) / int8_group));
+  auto linear = [&](double N, int64_t K, int32_t group) {  // one [N, K] weight, int8 at group > 0
+    if (group <= 0) return 2.0 * N * double(K);
+    return N * (double(K) + 4.0 * double((K + group - 1) / group));
   };
-  const double per_layer = linear(double(c.qkv_dim()), c.hidden_size) + linear(H, c.q_dim()) +
-                           linear(2.0 * I, c.hidden_size) + linear(H, c.intermediate_size);
-  const double head = int8_head ? linear(double(c.vocab_size), c.hidden_size) : 2.0 * double(c.vocab_size) * H;
+  const double per_layer = linear(double(c.qkv_dim()), c.hidden_size, int8_group) +
+                           linear(H, c.q_dim(), int8_group) + linear(2.0 * I, c.hidden_size, int8_group) +
+                           linear(H, c.intermediate_size, int8_group);
+  const double head = linear(double(c.vocab_size), c.hidden_size, head_group);
   const double weights = L * per_layer + head;
   const double kv = 2.0 * 2.0 * L * double(c.kv_dim()) * double(context) * double(batch);
   return weights + kv;
@@ -124,6 +126,7 @@ Setup open_model(const BenchArgs& a) {
   }
   ModelLoadOptions load;
   set_load_weights(a.weights, load);
+  load.lm_head_screen = a.lm_head_screen;
   // Random weights drawn and int8 weights quantized on every core, for the load only.
   std::unique_ptr<ThreadPool> load_pool;
   if (load.int8_weights || a.random_weights) {
@@ -155,6 +158,10 @@ void run_bench(const BenchArgs& a) {
   Model& m = *s.model;
   const ModelConfig& c = m.config();
   const int32_t int8_group = a.weights.any_int8() ? a.weights.group : 0;  // 0: the linear weights are bf16
+  // One-row steps stream the LM head screen at this group (0: none; docs/lm-head-screen.md).
+  const int32_t screen_group = a.lm_head_screen && !a.weights.int8_lm_head && a.cuda_graphs
+                                   ? b.lm_head_screen_group(c.vocab_size, c.hidden_size)
+                                   : 0;
 
   // One KV pool for the largest run: every sequence owns blocks_per_seq blocks.
   constexpr int32_t kBlock = 16;
@@ -188,6 +195,7 @@ void run_bench(const BenchArgs& a) {
   out["decode_attention_clusters"] = a.decode_attention_clusters;
   out["persistent_decode"] = a.persistent_decode;
   out["overlap_steps"] = a.overlap_steps && b.overlaps_steps();
+  out["lm_head_screen"] = screen_group > 0;
   out["skinny_decode_matmul"] = a.skinny_decode_matmul;
   out["copy_bandwidth_GBps"] = s.copy_bandwidth / 1e9;
 
@@ -211,7 +219,8 @@ void run_bench(const BenchArgs& a) {
     }
     const double tok_s = median(rates);
     const double bytes =
-        decode_bytes_per_step(c, 1, a.decode_prompt + a.decode_tokens / 2, int8_group, a.weights.int8_lm_head);
+        decode_bytes_per_step(c, 1, a.decode_prompt + a.decode_tokens / 2, int8_group,
+                              a.weights.int8_lm_head ? int8_group : screen_group);
     out["single_stream"] = {{"prompt", a.decode_prompt},
                             {"generated", a.decode_tokens},
                             {"decode_tok_s", tok_s},
@@ -258,7 +267,8 @@ void run_bench(const BenchArgs& a) {
         unwrap(d.decode(gen - 1));
         const double decode_s = seconds_since(t1);
         const double agg = double(bsz) * double(gen - 1) / decode_s;
-        const double bytes = decode_bytes_per_step(c, bsz, prompt + gen / 2, int8_group, a.weights.int8_lm_head);
+        const double bytes = decode_bytes_per_step(c, bsz, prompt + gen / 2, int8_group,
+                                                   a.weights.int8_lm_head ? int8_group : bsz == 1 ? screen_group : 0);
         runs.push_back({{"batch", bsz},
                         {"prompt", prompt},
                         {"generated", gen},
@@ -353,6 +363,10 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
       ->default_val(true);
   app.add_option("--overlap-steps", a->overlap_steps,
                  "Launch decode step N + 1 before reading step N's tokens, which it takes on the device (true|false)")
+      ->default_val(true);
+  app.add_option("--lm-head-screen", a->lm_head_screen,
+                 "Single-sequence decode steps stream an int8 copy of the bf16 LM head and draw exactly by "
+                 "rescoring the ids its error bound cannot rule out (true|false; docs/lm-head-screen.md)")
       ->default_val(true);
   app.add_option("--persistent-decode", a->persistent_decode,
                  "sm_90+: single-sequence decode steps run every layer in one persistent kernel (true|false)")

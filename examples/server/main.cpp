@@ -73,6 +73,9 @@ int main(int argc, char** argv) {
                  "asynchronously (auto: CUDA), always (on), never (off)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  app.add_flag("!--no-lm-head-screen", eo.lm_head_screen,
+               "no int8 copy of the LM head for single-sequence decode steps (docs/lm-head-screen.md): "
+               "its memory back, every step streams the bf16 head");
   app.add_option("--served-model-name", served_name, "the model id clients send and see (default: the folder's name)");
   app.add_option("--api-key", so.api_key, "require \"Authorization: Bearer KEY\" on /v1/* and /metrics");
   app.add_option("--http-threads", so.http_threads, "HTTP requests served at once (a stream holds one)")

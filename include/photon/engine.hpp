@@ -154,6 +154,12 @@ struct EngineOptions {
   // later. "auto": where the backend runs steps asynchronously (CUDA); "on" (also on the CPU,
   // where it only delays the events: for tests); "off".
   std::string step_overlap = "auto";
+  // The LM head screen (docs/lm-head-screen.md): where the backend uses one (CUDA), a bf16 LM head
+  // also gets an int8 copy (Llama-3.2-1B: 270 MB), and single-sequence decode steps whose draws
+  // are greedy or plain temperature stream the copy, then rescore with the bf16 head the few ids
+  // its error bound cannot rule out: the same tokens as the bf16 head, logprobs within that bound
+  // (~1e-4 typical). false: no copy, every step streams the bf16 head.
+  bool lm_head_screen = true;
 };
 
 struct StepStats {

@@ -328,6 +328,11 @@ typedef struct photon_engine_params {
   photon_weights weights;    /* default PHOTON_WEIGHTS_AUTO; INT8 on a backend without int8 matmuls: UNSUPPORTED */
   int32_t int8_group_size;   /* > 0: inputs per int8 scale; default 128 */
   photon_step_overlap step_overlap; /* default PHOTON_STEP_OVERLAP_AUTO */
+  /* EngineOptions::lm_head_screen: where the backend uses one (CUDA), an int8 copy of a bf16 LM
+   * head streamed by single-sequence decode steps, which then rescore the few ids its error
+   * bound cannot rule out with the bf16 head: the same tokens, logprobs within the bound, the
+   * copy's memory (Llama-3.2-1B: 270 MB). Default true. */
+  bool lm_head_screen;
 } photon_engine_params;
 
 /* Facts about an open engine, written by photon_engine_get_info. */

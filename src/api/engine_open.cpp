@@ -94,6 +94,7 @@ Result<Engine> Engine::open(const EngineOptions& options) {
   load_options.int8_weights = options.weights == "int8" || options.weights == "int8-lm-head";
   load_options.int8_lm_head = options.weights == "int8-lm-head";
   load_options.int8_group_size = options.int8_group_size;
+  load_options.lm_head_screen = options.lm_head_screen;
   // int8: the rows are quantized on `threads` threads (this one included) for the load only.
   std::unique_ptr<ThreadPool> load_pool;
   if (load_options.int8_weights) {

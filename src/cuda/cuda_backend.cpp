@@ -279,6 +279,38 @@ class CudaBackend final : public Backend {
     return silu_mul(out, scratch.view({M, 2 * I}));
   }
 
+  int32_t lm_head_screen_group(int64_t vocab, int64_t hidden) const noexcept override {
+    const bool on = options_.lm_head_screen && options_.sample_in_graph && options_.int8_one_row_gemv &&
+                    options_.gemv_norm;
+    return on && hidden % 1024 == 0 && cuda::sample_screened_shape(vocab, hidden, num_sms_) ? kScreenGroup : 0;
+  }
+
+  // Inside the recording of a sampled one-row graph (screen_armed_), the screen's product with
+  // its bounds (GemvArgs::bound) when W is a bf16 head and `screen` its int8 copy; the sampler
+  // then draws through them (screen_used_). Otherwise, or where the GEMV cannot serve it, W's.
+  Result<void> rmsnorm_lm_head(Tensor logits, Tensor x, Tensor norm_w, float eps, const Weight& W,
+                               const Weight& screen, Tensor h) override {
+    if (screen_armed_ && screen.w.data != nullptr && W.w.dtype == DType::bf16 && W.w.rank == 2 &&
+        screen.w.rank == 2 && screen.w.dim(0) == W.w.dim(0) && screen.w.dim(1) == W.w.dim(1) &&
+        logits.dtype == DType::f32 && cuda::sample_screened_shape(W.w.dim(0), W.w.dim(1), num_sms_)) {
+      if (std::optional<cuda::GemvArgs> g = norm_gemv(logits, x, norm_w, eps, screen, h, Tensor{}, false)) {
+        const int64_t V = W.w.dim(0);
+        if (screen_bound_.size() < size_t(V) * sizeof(float)) {
+          screen_bound_ = Buffer();
+          PHOTON_ASSIGN_OR_RETURN(screen_bound_, allocate(size_t(V) * sizeof(float)));
+        }
+        g->passes_grid = 4 * num_sms_;
+        g->bound = static_cast<float*>(screen_bound_.data());
+        if (cuda::gemv_applies(*g)) {
+          PHOTON_TRY(cuda::launch_gemv(*g, stream_));
+          screen_used_ = cuda::ScreenArgs{g->bound, x.data, norm_w.data, eps, W.w.data, g->K};
+          return {};
+        }
+      }
+    }
+    return rmsnorm_matmul(logits, x, norm_w, eps, W, h);
+  }
+
   // rmsnorm then the product; one-row products the GEMV serves norm x inside it instead
   // (GemvArgs::norm_w, options_.gemv_norm): no norm kernel, h left untouched.
   Result<void> rmsnorm_matmul(Tensor out, Tensor x, Tensor norm_w, float eps, const Weight& W, Tensor h) override {
@@ -608,6 +640,7 @@ class CudaBackend final : public Backend {
   int64_t persistent_launches() const noexcept { return persistent_launches_; }
   int64_t sampled_graph_steps() const noexcept { return sampled_graph_steps_; }
   int64_t device_id_steps() const noexcept { return device_id_steps_; }
+  int64_t screened_steps() const noexcept { return screened_steps_; }
   int64_t single_pass_attention_launches() const noexcept { return single_pass_attention_launches_; }
 
  protected:
@@ -899,6 +932,7 @@ class CudaBackend final : public Backend {
     uint64_t alloc_generation = 0;  // allocator state the captured buffers belong to
     uint64_t plan_epoch = 0;        // graph plan buffer the capture read
     int64_t embed_rows = 0;         // embedding rows seen at capture (token ids are checked against it)
+    bool screened = false;          // its LM head runs through the screen (rmsnorm_lm_head)
     int32_t cache_block_size = 0;   // KV cache geometry seen at capture
     int64_t cache_num_blocks = 0;
     uint64_t sampler_epoch = 0;     // sampled graphs: the sampler's fixed buffers the capture used
@@ -958,6 +992,11 @@ class CudaBackend final : public Backend {
   Buffer attention_arrivals_;   // decode split arrival counters (zero between launches)
   Buffer persistent_partials_;  // decode_layers' attention partials
   Buffer persistent_sync_;      // decode_layers' grid barrier counters (zero between launches)
+  Buffer screen_bound_;         // [V] f32: the LM head screen's bounds (rmsnorm_lm_head)
+  static constexpr int32_t kScreenGroup = 128;  // the screen's int8 group (lm_head_screen_group)
+  bool screen_armed_ = false;   // recording a sampled one-row graph: rmsnorm_lm_head may screen
+  std::optional<cuda::ScreenArgs> screen_used_;  // set by rmsnorm_lm_head when it screened
+  int64_t screened_steps_ = 0;  // sampled graph steps replayed with the LM head screen
   int64_t persistent_launches_ = 0;
   int64_t sampled_graph_steps_ = 0;  // run_step_sampled steps replayed with the sampler inside
   int64_t device_id_steps_ = 0;      // of those, steps whose input ids the step before left on the device
@@ -1087,6 +1126,7 @@ Result<void> CudaBackend::launch_graph_step(const GraphKey& key, StepGraph& g, c
   PHOTON_CUDA_TRY(cudaEventRecord(done, stream_));
   ++sampled_graph_steps_;
   device_id_steps_ += ids_on_device ? 1 : 0;
+  screened_steps_ += g.screened ? 1 : 0;
   LaunchedStep step;
   step.graph = true;
   step.slot = slot;
@@ -1140,13 +1180,20 @@ Result<Tensor> CudaBackend::replay(StepGraph& g, const BatchPlan& plan) {
 Result<CudaBackend::StepGraph*> CudaBackend::record(const GraphKey& key, const StepPlanView& view,
                                                     const StepForward& forward) {
   embed_rows_ = 0;
+  screen_armed_ = key.sampled && key.bucket == 1 && options_.lm_head_screen;
+  screen_used_.reset();
   PHOTON_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
   Result<Tensor> out = forward(view);
+  screen_armed_ = false;
   if (out && key.sampled) {
     const auto* params = static_cast<const cuda::SampleRowParams*>(staging_.graph_side());
-    if (Status st = sampler_->launch_in_graph(*out, params, staging_.graph_input_ids()); !st)
+    if (Status st = sampler_->launch_in_graph(*out, params, staging_.graph_input_ids(),
+                                              screen_used_ ? &*screen_used_ : nullptr);
+        !st)
       out = Unexpected{std::move(st).error()};
   }
+  const bool screened = screen_used_.has_value();
+  screen_used_.reset();
   cudaGraph_t graph = nullptr;
   const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
   if (!out) {
@@ -1176,6 +1223,7 @@ Result<CudaBackend::StepGraph*> CudaBackend::record(const GraphKey& key, const S
   g.cache_block_size = staging_.checked_block_size();
   g.cache_num_blocks = staging_.checked_num_blocks();
   g.sampler_epoch = sampler_->graph_epoch();
+  g.screened = screened;
   auto [it, inserted] = graphs_.emplace(key, g);
   return &it->second;
 }
@@ -1214,6 +1262,11 @@ int64_t cuda_sampled_graph_steps(const Backend& backend) {
 int64_t cuda_device_id_steps(const Backend& backend) {
   const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
   return cuda != nullptr ? cuda->device_id_steps() : 0;
+}
+
+int64_t cuda_screened_steps(const Backend& backend) {
+  const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
+  return cuda != nullptr ? cuda->screened_steps() : 0;
 }
 
 std::string cuda_device_name(const Backend& backend) {
@@ -1290,6 +1343,7 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   if (const char* e = std::getenv("PHOTON_CUDA_PERSISTENT_INFLIGHT"); e != nullptr && e[0] >= '0' && e[0] <= '9')
     opts.persistent_max_in_flight = int32_t(std::atoi(e));
   override_from_env("PHOTON_CUDA_SAMPLE_IN_GRAPH", opts.sample_in_graph);
+  override_from_env("PHOTON_CUDA_LM_HEAD_SCREEN", opts.lm_head_screen);
   override_from_env("PHOTON_CUDA_GEMV_NORM", opts.gemv_norm);
   override_from_env("PHOTON_CUDA_GEMV_STAGE_X", opts.gemv_stage_x);
   override_from_env("PHOTON_CUDA_GEMV_ROPE", opts.gemv_rope);

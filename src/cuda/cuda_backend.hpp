@@ -102,6 +102,13 @@ struct CudaBackendOptions {
   // no top-n logprobs): the sampler launches with PDL after the LM head inside the graph, and its
   // row parameters travel in the plan's copy. PHOTON_CUDA_SAMPLE_IN_GRAPH=0 / 1 overrides it.
   bool sample_in_graph = true;
+  // The LM head screen (docs/lm-head-screen.md): the loader keeps an int8 copy of a bf16 head
+  // (group 128; heads of K % 1024 == 0, K <= 16384, and up to ~540k ids), and sampled one-row
+  // decode graphs (sample_in_graph) stream it instead of the bf16 head, then draw exactly by
+  // rescoring with the bf16 head the ids its error bounds cannot rule out. The ids are the bf16
+  // head's; logprobs within the bound. Needs int8_one_row_gemv and gemv_norm.
+  // PHOTON_CUDA_LM_HEAD_SCREEN=0 / 1 overrides it.
+  bool lm_head_screen = true;
   // One-row products that read a norm's output (Backend::rmsnorm_matmul / rmsnorm_matmul_silu:
   // qkv, gate/up + SwiGLU from kSwiGluGemvMinK, the LM head) norm x inside the GEMV (GemvArgs::
   // norm_w) when the norm weights are bf16: no norm kernel (Llama-3.2-1B -0.7 to -1.8%, Qwen3-8B
@@ -171,6 +178,9 @@ int64_t cuda_sampled_graph_steps(const Backend& backend);
 // device (Backend::launch_step_sampled's prev_rows, taken without a wait); 0 for other backends.
 // For tests.
 int64_t cuda_device_id_steps(const Backend& backend);
+// Sampled graph steps whose LM head ran through the screen (CudaBackendOptions::lm_head_screen); 0
+// for other backends.
+int64_t cuda_screened_steps(const Backend& backend);
 // Decode attention launches a CUDA backend made with the single-pass kernel
 // (CudaBackendOptions::attention_single_pass_heads; eager launches and graph captures, not
 // replays); 0 for other backends. For tests.

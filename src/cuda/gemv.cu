@@ -1,5 +1,6 @@
 #include "cuda/common.cuh"
 #include "cuda/gemv.cuh"
+#include "cuda/gemv_row.cuh"
 #include "cuda/launch.cuh"
 
 namespace photon::cuda {
@@ -95,59 +96,14 @@ __device__ __forceinline__ void rope_store(const GemvRope& r, int p, float x1, f
   dst[j + half] = to_bf16(x2 * rp.c + x1 * rp.s);
 }
 
-// NORM's staging of row m of x: the block's threads store x * norm_w (bf16) into staged[m * K / 8
-// ...] and lane 0 of each warp writes the warp's share of x's sum of squares into `square` (the
-// caller's barrier makes both visible). Reads K * 2 bytes of x and of norm_w from L2.
+// NORM's staging of row m of x (gemv_row::stage_normed_row): lane 0 of each warp writes the warp's
+// share of x's sum of squares into `square`.
 __device__ __forceinline__ void stage_normed_row(const GemvArgs& a, int m, uint4* staged, float& square) {
-  const int xchunks = a.K / 8;
-  const uint4* x = reinterpret_cast<const uint4*>(a.x);
-  const uint4* g = reinterpret_cast<const uint4*>(a.norm_w);
-  float ss = 0.f;
-  for (int c = threadIdx.x; c < xchunks; c += kThreads) {
-    const uint4 xv = __ldg(x + int64_t(m) * xchunks + c), gv = __ldg(g + c);
-    float xf[8];
-    unpack_bf16x8(xv, xf);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) ss += xf[e] * xf[e];
-    uint4 p;
-    const bf162* xh = reinterpret_cast<const bf162*>(&xv);
-    const bf162* gh = reinterpret_cast<const bf162*>(&gv);
-    bf162* ph = reinterpret_cast<bf162*>(&p);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) ph[k] = __hmul2(xh[k], gh[k]);
-    staged[m * xchunks + c] = p;
-  }
-  ss = warp_sum(ss);
+  const float ss = gemv_row::stage_normed_row<kThreads>(a.x + int64_t(m) * a.K, a.norm_w, a.K, staged + m * (a.K / 8));
   if ((threadIdx.x & 31) == 0) square = ss;
 }
 
-// acc += a 16-byte chunk of weights dotted with the staged x row xrow: 8 bf16 weights with x chunk
-// c (each product added to acc in turn), or (I8) 16 codes of one group with x chunks 2c and 2c + 1,
-// summed, then times the group's scale sc and added.
-template <bool I8>
-__device__ __forceinline__ void chunk_accumulate(float& acc, const uint4& wv, const uint4* xrow, int c, float sc) {
-  if constexpr (I8) {
-    float q[16], xf[8], xg[8];
-    codes4_to_f32(wv.x, q);
-    codes4_to_f32(wv.y, q + 4);
-    codes4_to_f32(wv.z, q + 8);
-    codes4_to_f32(wv.w, q + 12);
-    unpack_bf16x8(xrow[2 * c], xf);
-    unpack_bf16x8(xrow[2 * c + 1], xg);
-    float d = 0.f;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) d += q[e] * xf[e];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) d += q[8 + e] * xg[e];
-    acc += d * sc;
-  } else {
-    float wf[8], xf[8];
-    unpack_bf16x8(wv, wf);
-    unpack_bf16x8(xrow[c], xf);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc += wf[e] * xf[e];
-  }
-}
+using gemv_row::chunk_accumulate;
 
 // I8: group-wise int8 weights (GemvArgs::w8): a chunk is 16 codes of one group, dotted with the
 // staged x chunks 2c and 2c + 1 and scaled by its group's scale.
@@ -367,12 +323,16 @@ __global__ void __launch_bounds__(kThreads, 4) gemv_staged_kernel(GemvArgs a) {
 // the int8 LM head at K = 2048) that is 16 KB of weights per block against x and the norm weights
 // staged from L2 and a block's start and end, and the product streams at ~2.6-3.0 TB/s (rows 90, 97).
 // Bytes as the plain launch, less x and norm_w re-read from L2 by every group (K * 4 per group).
-template <class Out, bool I8, int P>
+// BOUND (GemvArgs::bound; I8, f32 out): also each column's screen bound (gemv.cuh), from each
+// chunk's scale and the staged row's |y| sums over its 16 values (abs_sums, after staged).
+template <class Out, bool I8, int P, bool BOUND = false>
 __global__ void __launch_bounds__(kThreads, 4) gemv_passes_kernel(GemvArgs a) {
   constexpr int kPassU = P;
-  const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemv, 4u | (unsigned(XRows::normed) << 3) | (I8 ? 64u : 0u) | 128u, a.N, a.K));
+  static_assert(!BOUND || I8);
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemv, 4u | (unsigned(XRows::normed) << 3) | (I8 ? 64u : 0u) | 128u | (BOUND ? 256u : 0u), a.N, a.K));
   __shared__ float squares[kWarps];
-  extern __shared__ uint4 staged[];  // [K / 8] chunks of x * norm_w
+  extern __shared__ uint4 staged[];  // [K / 8] chunks of x * norm_w; BOUND: then [K / 8] f32 |y| sums
+  float* abs_sums = reinterpret_cast<float*>(staged + a.K / 8);
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
   const int chunks = a.K / (I8 ? 16 : 8), tiles_per_col = chunks / (32 * kPassU);
   const int groups = ceil_div(a.N, kWarps), grid = int(gridDim.x), b = int(blockIdx.x);
@@ -397,26 +357,34 @@ __global__ void __launch_bounds__(kThreads, 4) gemv_passes_kernel(GemvArgs a) {
   if (tiles > 0) load_tile(A, sa, 0);
   pdl_wait();
   pdl_launch_dependents();
-  stage_normed_row(a, 0, staged, squares[warp]);
+  if constexpr (BOUND) {
+    const float ss = gemv_row::stage_normed_row<kThreads, true>(a.x, a.norm_w, a.K, staged, abs_sums);
+    if (lane == 0) squares[warp] = ss;
+  } else {
+    stage_normed_row(a, 0, staged, squares[warp]);
+  }
   __syncthreads();
-  float ss = 0.f;
-#pragma unroll
-  for (int k = 0; k < kWarps; ++k) ss += squares[k];
-  const float scale = rsqrtf(ss / float(a.K) + a.eps);
+  const float scale = gemv_row::norm_scale<kWarps>(squares, a.K, a.eps);
   Out* out = static_cast<Out*>(a.out);
-  float acc = 0.f;
+  float acc = 0.f, err = 0.f;  // err (BOUND): sum over the column's chunks of scale * |y| sum
   auto consume = [&](const uint4 (&buf)[kPassU], const float (&sc)[kPassU], int t) {
     const int c0 = (t % tiles_per_col) * 32 * kPassU + lane;
 #pragma unroll
-    for (int u = 0; u < kPassU; ++u) chunk_accumulate<I8>(acc, buf[u], staged, c0 + 32 * u, I8 ? sc[u] : 0.f);
+    for (int u = 0; u < kPassU; ++u) {
+      chunk_accumulate<I8>(acc, buf[u], staged, c0 + 32 * u, I8 ? sc[u] : 0.f);
+      if constexpr (BOUND) err += sc[u] * (abs_sums[2 * (c0 + 32 * u)] + abs_sums[2 * (c0 + 32 * u) + 1]);
+    }
     if (t % tiles_per_col == tiles_per_col - 1) {  // the column's last tile
       acc = warp_sum(acc);
+      if constexpr (BOUND) err = warp_sum(err);
       const int n = column(t);
       if (lane == 0 && n < a.N) {
         if constexpr (sizeof(Out) == 4) out[n] = acc * scale;
         else out[n] = to_bf16(acc * scale);
+        if constexpr (BOUND) a.bound[n] = err * scale * kScreenBoundFactor;
       }
       acc = 0.f;
+      err = 0.f;
     }
   };
 #pragma unroll 1
@@ -538,6 +506,7 @@ PHOTON_STEP_TRACE_UNIT(gemv)
 PHOTON_PRELOAD_UNIT(gemv, gemv_kernel<1, 1, bf16, GemvMode::plain, false>)
 
 bool gemv_applies(const GemvArgs& a) {
+  if (a.bound != nullptr && !gemv_passes_applies(a)) return false;
   if (!(a.M >= 1 && a.M <= kGemvMaxRows && a.K > 0 && a.K % 8 == 0 && a.N > 0 && is_aligned(a.x, 16) &&
         is_aligned(a.w, 16)))
     return false;
@@ -579,11 +548,15 @@ GemvKernel passes_kernel(bool int8_weights, bool tiles_of_4) {
 }
 
 bool gemv_passes_applies(const GemvArgs& a) {
+  if (a.bound != nullptr && (a.w8 == nullptr || !a.out_f32)) return false;
   return a.passes_grid > 0 && a.M == 1 && a.norm_w != nullptr && a.mode == GemvMode::plain &&
          a.rope.q_out == nullptr && gemv_passes_chunks(a) % 64 == 0 && int64_t(a.K) * 2 <= kGemvMaxStagedBytes;
 }
 
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream) {
+  if (a.bound != nullptr && !gemv_passes_applies(a))
+    return bad_launch("gemv", "a screen bound needs the passes launch: one row, a norm, plain mode, int8 weights "
+                              "of a multiple of 1024 per row, f32 out and passes_grid > 0");
   if (!gemv_applies(a))
     return bad_launch("gemv", "needs M = 1, K % 8 == 0, 16-byte aligned x and w (and norm weights), a bf16 output "
                               "to add into or apply SwiGLU to, no norm in add mode, and for RoPE a norm, plain mode "
@@ -592,9 +565,11 @@ Status launch_gemv(const GemvArgs& a, cudaStream_t stream) {
   if (gemv_passes_applies(a)) {
     const int groups = ceil_div(a.N, kWarps);
     const dim3 grid(unsigned(groups < a.passes_grid ? groups : a.passes_grid));
-    const size_t smem = size_t(a.K) * 2;
-    const bool i8 = a.w8 != nullptr, p4 = gemv_passes_chunks(a) % 128 == 0;
-    const GemvKernel k = a.out_f32 ? passes_kernel<float>(i8, p4) : passes_kernel<bf16>(i8, p4);
+    const bool i8 = a.w8 != nullptr, p4 = gemv_passes_chunks(a) % 128 == 0, bound = a.bound != nullptr;
+    const size_t smem = size_t(a.K) * 2 + (bound ? size_t(a.K) / 2 : 0);
+    const GemvKernel k = bound      ? (p4 ? gemv_passes_kernel<float, true, 4, true> : gemv_passes_kernel<float, true, 2, true>)
+                         : a.out_f32 ? passes_kernel<float>(i8, p4)
+                                     : passes_kernel<bf16>(i8, p4);
     PHOTON_CUDA_TRY(launch_kernel(k, grid, dim3(kThreads), smem, stream, a));
     return {};
   }

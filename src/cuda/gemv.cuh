@@ -118,7 +118,17 @@ struct GemvArgs {
   // column's epilogue (gemv.cu, gemv_passes_kernel; CudaBackendOptions::gemv_passes_*). Other
   // launches ignore it. Results are bit-identical either way.
   int32_t passes_grid = 0;
+  // The screen's bound (docs/lm-head-screen.md; the passes launch with int8 weights and f32 out
+  // only): bound[n] = kScreenBoundFactor * r * sum over column n's chunks of scale * sum |y|, with
+  // y = bf16(x * norm_w) the staged row and r the norm's scale, so that |out[n] - the same product
+  // over the bf16 weights the codes quantize| <= bound[n] for the fp32 values both kernels compute.
+  // Writes N * 4 more bytes; shared memory K / 2 bytes more per block.
+  float* bound = nullptr;
 };
+
+// 1/2 (an element's rounding error is at most half its group's scale) times 1 + 2^-7, which covers
+// both products' fp32 rounding (docs/lm-head-screen.md).
+constexpr float kScreenBoundFactor = 0.5f * (1.f + 1.f / 128.f);
 
 // Whether the GEMV kernel serves this product (M <= kGemvMaxRows, K % 8 == 0, 16-byte aligned x and w;
 // add, silu: a bf16 out; norm: plain or silu mode, 16-byte aligned norm weights; norm or stage_x:

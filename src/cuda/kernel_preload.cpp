@@ -19,6 +19,7 @@ cudaError_t preload_unit_rmsnorm();
 cudaError_t preload_unit_rope_qkv();
 cudaError_t preload_unit_sampling();
 cudaError_t preload_unit_sampling_gumbel();
+cudaError_t preload_unit_sampling_screened();
 cudaError_t preload_unit_silu_mul();
 
 Status preload_kernel_modules() {
@@ -26,7 +27,7 @@ Status preload_kernel_modules() {
        {preload_unit_decode_attention, preload_unit_decode_attention_one, preload_unit_decode_layers,
         preload_unit_embedding, preload_unit_gather_rows, preload_unit_gemv, preload_unit_gemv_int8,
         preload_unit_gemv_int8_skinny, preload_unit_gemv_mma, preload_unit_gemv_skinny, preload_unit_prefill_attention,
-        preload_unit_rmsnorm, preload_unit_rope_qkv, preload_unit_sampling, preload_unit_sampling_gumbel,
+        preload_unit_rmsnorm, preload_unit_rope_qkv, preload_unit_sampling, preload_unit_sampling_gumbel, preload_unit_sampling_screened,
         preload_unit_silu_mul})
     PHOTON_CUDA_TRY(preload());
   return {};

@@ -288,7 +288,8 @@ Status Sampler::prepare_graph() {
   return {};
 }
 
-Status Sampler::launch_in_graph(Tensor logits, const SampleRowParams* params, int32_t* next_ids) {
+Status Sampler::launch_in_graph(Tensor logits, const SampleRowParams* params, int32_t* next_ids,
+                                const ScreenArgs* screen) {
   const int64_t R = logits.rank == 2 ? logits.dim(0) : 0, V = logits.rank == 2 ? logits.dim(1) : 0;
   if (logits.dtype != DType::f32 || R <= 0 || R > kOnePassMaxRows || V <= 0 ||
       V > std::numeric_limits<int32_t>::max() || params == nullptr)
@@ -316,6 +317,17 @@ Status Sampler::launch_in_graph(Tensor logits, const SampleRowParams* params, in
   a.one_pass = true;
   a.one_pass_partials = graph_partials_.data();
   a.one_pass_arrivals = static_cast<int32_t*>(graph_arrivals_.data());
+  if (screen != nullptr) {
+    if (!sample_screened_applies(a, *screen, num_sms_))
+      return fail(Errc::internal, "sample: the screened LM head's row is not one the screened kernel serves");
+    if (const size_t bytes = screened_workspace_bytes(int32_t(V), num_sms_); graph_screen_partials_.size() < bytes) {
+      graph_screen_partials_ = Buffer();
+      PHOTON_ASSIGN_OR_RETURN(graph_screen_partials_, backend_.allocate(bytes));
+      ++graph_epoch_;
+    }
+    a.one_pass_partials = graph_screen_partials_.data();
+    return launch_sample_screened(a, *screen, num_sms_, stream_);
+  }
   return launch_sample(a, compute_major_, num_sms_, stream_);
 }
 

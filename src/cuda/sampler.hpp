@@ -53,7 +53,11 @@ class Sampler {
   // null): every row's id is also stored there (0 for a row that fails), for the next step's
   // embedding to read. Its workspace and results live in fixed buffers sized for kOnePassMaxRows
   // rows of this V; they move only when a larger V asks for more, which changes graph_epoch().
-  Status launch_in_graph(Tensor logits, const SampleRowParams* params, int32_t* next_ids);
+  // screen (not null: one row): logits are the LM head screen's, with screen's bound and head
+  // (docs/lm-head-screen.md): the screened kernel draws instead, exactly as the one-pass kernel over
+  // the head's own logits would (an internal error where it cannot serve the row).
+  Status launch_in_graph(Tensor logits, const SampleRowParams* params, int32_t* next_ids,
+                         const ScreenArgs* screen = nullptr);
   uint64_t graph_epoch() const noexcept { return graph_epoch_; }
   // Once a graph step that wrote slot `slot` has completed (the caller waits): checks its first
   // num_rows statuses and copies their ids and logprobs into `out` (errors as sample() reports
@@ -82,6 +86,7 @@ class Sampler {
   // V = graph_vocab_.
   void* graph_down_ = nullptr;
   Buffer graph_partials_, graph_arrivals_;
+  Buffer graph_screen_partials_;  // the screened kernel's workspace (one row of graph_screen_vocab_)
   int32_t graph_vocab_ = 0;
   uint64_t graph_epoch_ = 0;
 };

@@ -106,4 +106,33 @@ Status launch_sample(const SampleArgs& a, int32_t compute_major, int32_t num_sms
 int32_t one_pass_slices(int32_t num_rows, int32_t vocab, int32_t num_sms, int32_t* quads_per_thread = nullptr);
 Status launch_sample_one_pass(const SampleArgs& a, int32_t num_sms, cudaStream_t stream);
 
+// ---- the screened draw (docs/lm-head-screen.md; sampling_screened.cu) ----
+// One greedy or Gumbel-max row (the one-pass kernel's rows) whose logits [V] are the screen's int8
+// product (gemv.cuh, GemvArgs::bound) with per-id bounds: the id drawn is the one the exact bf16
+// logits give. Each block of the one-row one-pass grid scores its 1024 ids by their bounds and keeps
+// those the bounds cannot rule out within its slice (at most kScreenKeep); the last block rescores
+// the survivors with the bf16 head (one warp and one K * 2 byte row each) and corrects the
+// log-sum-exp with their exact logits. The chosen id's logprob is within max bound of the exact
+// one. Bandwidth model: reads V * 8 bytes (logits and bounds), writes and re-reads 288 bytes per
+// slice, reads K * 2 bytes per survivor and 2 K * 2 of x and the norm weights.
+struct ScreenArgs {
+  const float* bound = nullptr;          // [V] f32: |logits - exact logits| <= bound
+  const void* x = nullptr;               // [K] bf16: the LM head's input row (the residual stream)
+  const void* norm_w = nullptr;          // [K] bf16: the final norm's weights
+  float eps = 0.f;                       // the final norm's epsilon
+  const void* w = nullptr;               // [V, K] bf16: the head the screen quantizes
+  int32_t K = 0;
+};
+constexpr int32_t kScreenKeep = 32;
+constexpr int64_t kScreenMaxRowBytes = 32 * 1024;  // K * 2: the last block stages the normed row
+// The screened kernel's workspace for a row of `vocab` ids (one_pass_arrivals: one counter, zero).
+size_t screened_workspace_bytes(int32_t vocab, int32_t num_sms);
+// Whether a row of `vocab` ids over a head of K inputs is one the screened kernel serves: its ids
+// one quad per thread of the one-row one-pass grid, K % 8 == 0 and K * 2 <= kScreenMaxRowBytes.
+bool sample_screened_shape(int64_t vocab, int64_t K, int32_t num_sms);
+// Whether launch_sample_screened serves (a, s): one row of sample_screened_shape, a bound and
+// 16-byte aligned x, norm_w and w.
+bool sample_screened_applies(const SampleArgs& a, const ScreenArgs& s, int32_t num_sms);
+Status launch_sample_screened(const SampleArgs& a, const ScreenArgs& s, int32_t num_sms, cudaStream_t stream);
+
 }  // namespace photon::cuda

@@ -16,6 +16,7 @@ cudaError_t step_trace_attach_gemv_skinny(StepTraceSlot* table);
 cudaError_t step_trace_attach_decode_attention(StepTraceSlot* table);
 cudaError_t step_trace_attach_decode_attention_one(StepTraceSlot* table);
 cudaError_t step_trace_attach_sampling_gumbel(StepTraceSlot* table);
+cudaError_t step_trace_attach_sampling_screened(StepTraceSlot* table);
 cudaError_t step_trace_attach_embedding(StepTraceSlot* table);
 cudaError_t step_trace_attach_rmsnorm(StepTraceSlot* table);
 cudaError_t step_trace_attach_rope_qkv(StepTraceSlot* table);
@@ -26,7 +27,7 @@ namespace {
 cudaError_t attach_all(StepTraceSlot* table) {
   for (auto attach : {step_trace_attach_gemv, step_trace_attach_gemv_skinny, step_trace_attach_decode_attention,
                       step_trace_attach_decode_attention_one,
-                      step_trace_attach_sampling_gumbel, step_trace_attach_embedding, step_trace_attach_rmsnorm,
+                      step_trace_attach_sampling_gumbel, step_trace_attach_sampling_screened, step_trace_attach_embedding, step_trace_attach_rmsnorm,
                       step_trace_attach_rope_qkv, step_trace_attach_silu_mul, step_trace_attach_gather_rows})
     if (const cudaError_t e = attach(table); e != cudaSuccess) return e;
   return cudaSuccess;

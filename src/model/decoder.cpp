@@ -121,7 +121,7 @@ class DecoderModel final : public Model {
     const Tensor logits = ws_.logits.tensor(DType::f32, {R, c.vocab_size});
     if (R == 0) return logits;
     if (plan.logits_of_every_token && R == T) {  // decode-only steps: the LM head reads every row
-      PHOTON_TRY(backend_.rmsnorm_matmul(logits, x, w_.final_norm, eps, w_.lm_head, h));
+      PHOTON_TRY(backend_.rmsnorm_lm_head(logits, x, w_.final_norm, eps, w_.lm_head, w_.lm_head_screen, h));
       return logits;
     }
     PHOTON_TRY(backend_.rmsnorm(h, x, w_.final_norm, eps));

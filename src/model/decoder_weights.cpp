@@ -79,11 +79,14 @@ class Uploader {
     return w;
   }
 
- private:
+  // What quantized() quantizes: the stored values, or (weight_dtype) the values the backend holds
+  // when it keeps the tensor in its own dtype (Backend::weight_dtype of the stored one).
+  enum class Rounding { stored, weight_dtype };
   // i8 [rows, K] and f32 scales [rows, ceil(K / group)], quantized row by row
-  // from the stored dtype (through one f32 row of scratch per thread), in
-  // chunks of rows on `pool` when there is one.
-  Result<Weight> quantized(std::initializer_list<std::string> names, int32_t group, ThreadPool* pool) {
+  // (through one f32 row of scratch per thread), in chunks of rows on `pool`
+  // when there is one.
+  Result<Weight> quantized(std::initializer_list<std::string> names, int32_t group, ThreadPool* pool,
+                           Rounding rounding = Rounding::stored) {
     int64_t rows = 0, K = 0;
     for (const auto& n : names) {
       PHOTON_ASSIGN_OR_RETURN(const ExpectedTensor* e, expected(n));
@@ -108,10 +111,14 @@ class Uploader {
         for (int64_t cur = at.load(); i < cur && !at.compare_exchange_weak(cur, i);) {
         }
       };
+      const DType held = rounding == Rounding::weight_dtype ? backend_.weight_dtype(h.dtype) : DType::f32;
       auto quantize_rows = [&](int32_t worker, int64_t begin, int64_t end) {
         float* row = rows_[size_t(worker)].data();
+        std::vector<uint8_t> narrow(held == DType::f32 ? 0 : size_t(K) * dtype_size(held));
         for (int64_t i = begin; i < end; ++i) {
-          if (!convert_elements(h.data + size_t(i) * row_bytes, h.dtype, row, DType::f32, size_t(K))) {
+          if (!convert_elements(h.data + size_t(i) * row_bytes, h.dtype, row, DType::f32, size_t(K)) ||
+              (held != DType::f32 && (!convert_elements(row, DType::f32, narrow.data(), held, size_t(K)) ||
+                                      !convert_elements(narrow.data(), held, row, DType::f32, size_t(K))))) {
             lower(bad_convert, i);
             return;
           }
@@ -138,6 +145,7 @@ class Uploader {
     return w;
   }
 
+ private:
   // A [rows, cols] tensor of `dtype` copied from host memory into a new backend buffer.
   Result<Tensor> upload(const void* host, DType dtype, int64_t rows, int64_t cols) {
     const size_t bytes = size_t(rows * cols) * dtype_size(dtype);
@@ -226,6 +234,13 @@ Result<DecoderWeights> load_decoder_weights(const ModelConfig& c, WeightSource& 
     w.lm_head = w.embed;
   } else {
     PHOTON_ASSIGN_OR_RETURN(w.lm_head, up.table(head_name));
+  }
+  if (w.lm_head.w.dtype != DType::i8 && options.lm_head_screen) {
+    if (const int32_t screen_group = backend.lm_head_screen_group(c.vocab_size, c.hidden_size); screen_group > 0) {
+      // The values the head holds (the backend's dtype), so that the screen's bound covers them.
+      PHOTON_ASSIGN_OR_RETURN(w.lm_head_screen,
+                              up.quantized({head_name}, screen_group, options.pool, Uploader::Rounding::weight_dtype));
+    }
   }
 
   const std::vector<float> inv_freq = rope_inv_freq(c.rope, c.head_dim);

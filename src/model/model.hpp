@@ -30,6 +30,11 @@ struct ModelLoadOptions {
   // row gather). Decode steps of up to 16 rows read half its bytes; larger batches dequantize it
   // to bf16 every step on CUDA (about 5 N K bytes against 2 N K), so it is opt-in.
   bool int8_lm_head = false;
+  // An int8 copy of a bf16 LM head for the backend's screened draws (docs/lm-head-screen.md: the
+  // drawn ids are the bf16 head's, logprobs within the int8 error bound), made only where the
+  // backend uses one (Backend::lm_head_screen_group: CUDA) and the head is not int8 already.
+  // Costs V * H * (1 + 4 / group) bytes of memory (Llama-3.2-1B: 270 MB).
+  bool lm_head_screen = true;
   // With int8_weights: the rows of each linear weight are quantized in chunks on this pool's
   // threads and the calling one (the same codes and scales as without it); create_random also
   // draws its values on it (the same values). Not owned; null: the calling thread alone.

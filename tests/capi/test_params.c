@@ -30,6 +30,7 @@ static void test_init_defaults(void) {
   CHECK(ep.prefix_caching && ep.load_tokenizer);
   CHECK(ep.weights == PHOTON_WEIGHTS_AUTO && ep.int8_group_size == 128);
   CHECK(ep.step_overlap == PHOTON_STEP_OVERLAP_AUTO);
+  CHECK(ep.lm_head_screen);
   CHECK_STATUS(photon_request_params_init(&rp, sizeof rp), PHOTON_OK);
   CHECK(rp.struct_size == sizeof rp);
   CHECK(rp.temperature == 1.0f && rp.top_k == 0 && rp.top_p == 1.0f && rp.min_p == 0.0f);

@@ -92,6 +92,44 @@ inline DeviceTensor upload(Backend& b, const std::vector<float>& v, DType dt, st
   return d;
 }
 
+// Raw bytes in a backend's memory as a tensor of `dt`.
+inline DeviceTensor upload_raw(Backend& b, const void* bytes, size_t n, DType dt, std::initializer_list<int64_t> dims) {
+  DeviceTensor d;
+  auto buf = b.allocate(n);
+  REQUIRE(buf.has_value());
+  d.buf = std::move(*buf);
+  d.t = d.buf.tensor(dt, dims);
+  REQUIRE(d.t.nbytes() == n);
+  REQUIRE(b.copy_to_device(d.buf.data(), bytes, n).has_value());
+  return d;
+}
+
+// An [N, K] weight quantized to int8 groups of `group` (core/quantize.hpp), in host memory.
+struct HostInt8 {
+  std::vector<int8_t> codes;   // [N, K]
+  std::vector<float> scales;   // [N, groups]
+  int64_t N, K, groups;
+  int32_t group;
+};
+
+// The weight in a backend's memory (the loader's layout: i8 codes, f32 scales).
+struct DeviceInt8 {
+  DeviceTensor codes, scales;
+  Weight weight() const {
+    Weight w;
+    w.w = codes.t;
+    w.scales = scales.t;
+    w.group_size = group;
+    return w;
+  }
+  int32_t group;
+};
+
+inline DeviceInt8 upload_int8(Backend& b, const HostInt8& h) {
+  return {upload_raw(b, h.codes.data(), h.codes.size(), DType::i8, {h.N, h.K}),
+          upload_raw(b, h.scales.data(), h.scales.size() * sizeof(float), DType::f32, {h.N, h.groups}), h.group};
+}
+
 // An output tensor filled with NaN, so an element the op fails to write shows.
 inline DeviceTensor poisoned(Backend& b, DType dt, std::initializer_list<int64_t> dims) {
   int64_t n = 1;

@@ -38,26 +38,7 @@ namespace {
 constexpr double kDequantF32Tol = 4e-3;
 constexpr double kDequantBf16Tol = 6e-3;
 
-// Raw bytes in a backend's memory as a tensor of `dt`.
-DeviceTensor upload_raw(Backend& b, const void* bytes, size_t n, DType dt, std::initializer_list<int64_t> dims) {
-  DeviceTensor d;
-  auto buf = b.allocate(n);
-  REQUIRE(buf.has_value());
-  d.buf = std::move(*buf);
-  d.t = d.buf.tensor(dt, dims);
-  REQUIRE(d.t.nbytes() == n);
-  REQUIRE(b.copy_to_device(d.buf.data(), bytes, n).has_value());
-  return d;
-}
-
 // A random [N, K] weight quantized to int8 groups of `group`, in host memory.
-struct HostInt8 {
-  std::vector<int8_t> codes;   // [N, K]
-  std::vector<float> scales;   // [N, groups]
-  int64_t N, K, groups;
-  int32_t group;
-};
-
 HostInt8 random_int8(std::mt19937& rng, int64_t N, int64_t K, int32_t group) {
   HostInt8 h{std::vector<int8_t>(size_t(N * K)), {}, N, K, int8_group_count(K, group), group};
   h.scales.resize(size_t(N * h.groups));
@@ -69,24 +50,6 @@ HostInt8 random_int8(std::mt19937& rng, int64_t N, int64_t K, int32_t group) {
     REQUIRE(quantize_row_int8(row.data(), K, group, h.codes.data() + n * K, h.scales.data() + n * h.groups));
   }
   return h;
-}
-
-// The weight in a backend's memory (the loader's layout: i8 codes, f32 scales).
-struct DeviceInt8 {
-  DeviceTensor codes, scales;
-  Weight weight() const {
-    Weight w;
-    w.w = codes.t;
-    w.scales = scales.t;
-    w.group_size = group;
-    return w;
-  }
-  int32_t group;
-};
-
-DeviceInt8 upload_int8(Backend& b, const HostInt8& h) {
-  return {upload_raw(b, h.codes.data(), h.codes.size(), DType::i8, {h.N, h.K}),
-          upload_raw(b, h.scales.data(), h.scales.size() * sizeof(float), DType::f32, {h.N, h.groups}), h.group};
 }
 
 struct Case {

@@ -1,0 +1,316 @@
+// The screened draw (docs/lm-head-screen.md; sampling.cuh, launch_sample_screened): one greedy or
+// Gumbel-max row over the screen's int8 logits and their bounds, exact through rescoring with the
+// bf16 head the few ids the bounds cannot rule out.
+#include <algorithm>
+#include <cfloat>
+#include <climits>
+#include <cmath>
+
+#include "core/gumbel.hpp"
+#include "cuda/common.cuh"
+#include "cuda/gemv_row.cuh"
+#include "cuda/launch.cuh"
+#include "cuda/sampling.cuh"
+#include "cuda/sampling_device.cuh"
+#include "cuda/sampling_one_pass.cuh"
+
+namespace photon::cuda {
+
+namespace {
+
+using namespace sampling_detail;
+using namespace one_pass;
+
+constexpr int kKeep = kScreenKeep;  // candidates a block keeps
+constexpr int kRound = 1024;        // candidates the last block gathers and rescores at a time
+constexpr int kFlagSlow = 4;        // a block kept more than kKeep: the last block scans every id
+
+// One block's slice: the best (lower score, id), the LSE pair of its screen logits, its flags, and
+// the ids whose upper score reaches its own best lower score (at most kKeep of `count`, in id
+// order) with those upper scores.
+struct ScreenPartial {
+  Partial head;  // score = the best lower score, pad[0] = count
+  int ids[kKeep];
+  float his[kKeep];
+};
+
+// The bounds of an id's score: greedy, the logit's; else scaled_logit(., T) + g. Both are monotone
+// in the logit, so lo <= the exact score <= hi whenever |exact logit - zt| <= e.
+__device__ __forceinline__ void score_bounds(float zt, float e, bool greedy, float T, float g, float& lo, float& hi) {
+  if (greedy) {
+    lo = zt - e;
+    hi = zt + e;
+  } else {
+    lo = scaled_logit(zt - e, T) + g;
+    hi = scaled_logit(zt + e, T) + g;
+  }
+}
+
+// Id i's noise (0 for greedy rows): the same draw as chunk_noise's.
+__device__ __forceinline__ float id_noise(const SampleRowParams& P, bool greedy, int i) {
+  if (greedy) return 0.f;
+  return gumbel_from_bits(gumbel_bits(P.seed, P.step, uint32_t(i >> 2)).v[i & 3]);
+}
+
+// Exclusive prefix of n over the block (threads in order), and the block's total in *total;
+// `scan` holds kWarps ints. Every thread must call it.
+__device__ __forceinline__ int block_prefix(int n, int* scan, int* total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int v = n;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int t = __shfl_up_sync(kFullMask, v, o);
+    if (lane >= o) v += t;
+  }
+  __syncthreads();  // scan is free
+  if (lane == 31) scan[warp] = v;
+  __syncthreads();
+  int before = 0, all = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    before += w < warp ? scan[w] : 0;
+    all += scan[w];
+  }
+  *total = all;
+  return before + v - n;
+}
+
+// A warp's running result over the candidates it rescored: the best exact (score, id), the chosen
+// id's exact logit, and the log-sum-exp correction sum of (exp(z - M) - exp(zt - M)).
+struct Rescored {
+  Best best;
+  float z;
+  float corr;
+};
+
+// Grid: `slices` blocks of kThreads over one row (one quad of 4 ids per thread: one_pass_slices at
+// one row with quads_per_thread 1); dynamic shared memory K * 2 bytes (the last block's staged row).
+__global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a, ScreenArgs s, int slices) {
+  const StepTraceScope step_trace_scope(step_trace_tag(kTraceSampleOnePass, 1, a.vocab, slices));
+  __shared__ Acc shared[kWarps];
+  __shared__ int scan[kWarps];
+  __shared__ float squares[kWarps];
+  __shared__ bool last;
+  __shared__ int cand[kRound];
+  __shared__ Rescored warp_results[kWarps];
+  extern __shared__ uint4 staged[];  // [K / 8]: the last block's y = bf16(x * norm_w)
+  const int slice = int(blockIdx.x), tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int V = a.vocab;
+  const SampleRowParams P = a.params != nullptr ? a.params[0] : a.inline_params[0];
+  const bool greedy = P.temperature == 0.f;
+  const bool want_lse = a.out_logprob != nullptr;
+  const int quad = slice * kThreads + tid;
+  const bf16* head = static_cast<const bf16*>(s.w);
+
+  float g[1][4];
+  chunk_noise<1>(P, greedy, quad, 1, V, g);
+  pdl_wait();  // the screen's logits and bounds come from the kernel before
+  const float* l = a.logits;
+  float zt[1][4], e[1][4];
+  chunk_load<1, false>(l, quad, 1, V, zt);
+  chunk_load<1, false>(s.bound, quad, 1, V, e);
+
+  Acc acc{{-INFINITY, INT_MAX}, -INFINITY, 0.f, 0};
+  float hi[4];
+  float cmax = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int i = 4 * quad + j;
+    hi[j] = -INFINITY;
+    if (i >= V) continue;
+    const float x = zt[0][j], b = e[0][j];
+    if (isnan(x) || x == INFINITY || isnan(b)) acc.flags |= kFlagBad;
+    if (!greedy && scaled_logit(x, P.temperature) == INFINITY) acc.flags |= kFlagOverflow;
+    float lo;
+    score_bounds(x, b, greedy, P.temperature, g[0][j], lo, hi[j]);
+    if (beats(lo, i, acc.best.v, acc.best.id)) acc.best = Best{lo, i};
+    cmax = fmaxf(cmax, x);
+  }
+  if (want_lse && cmax != -INFINITY) {
+    float csum = 0.f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) csum += expf(zt[0][j] - cmax);  // -inf padding adds 0
+    merge_lse(acc.max, acc.sum, cmax, csum);
+  } else {
+    acc.max = fmaxf(acc.max, cmax);
+  }
+  acc = block_merge(acc, shared);
+
+  // The slice's candidates: hi >= its best lower score, kept in id order.
+  // (A block whose best lower score is -inf keeps every id: more than kKeep, so the last block scans.)
+  unsigned mask = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (4 * quad + j < V && hi[j] >= acc.best.v) mask |= 1u << j;
+  int count = 0;
+  int pos = block_prefix(__popc(mask), scan, &count);
+  auto* partials = static_cast<ScreenPartial*>(a.one_pass_partials);
+  ScreenPartial& mine = partials[slice];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (mask & (1u << j)) {
+      if (pos < kKeep) {
+        mine.ids[pos] = 4 * quad + j;
+        mine.his[pos] = hi[j];
+      }
+      ++pos;
+    }
+  if (tid == 0) {
+    const int flags = acc.flags | (count > kKeep ? kFlagSlow : 0);
+    mine.head = Partial{acc.best.v, acc.best.id, acc.max, acc.sum, flags, {count, 0, 0}};
+  }
+  __threadfence();  // each thread's entries are visible device-wide before the block arrives
+  __syncthreads();
+  if (tid == 0) {
+    last = atomicAdd(&a.one_pass_arrivals[0], 1) == slices - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+
+  // ---- the row's last block ----
+  __threadfence();
+  const float ss = gemv_row::stage_normed_row<kThreads>(static_cast<const bf16*>(s.x), static_cast<const bf16*>(s.norm_w), s.K, staged);
+  if (lane == 0) squares[warp] = ss;
+  Acc r{{-INFINITY, INT_MAX}, -INFINITY, 0.f, 0};
+  for (int sl = tid; sl < slices; sl += kThreads) {
+    const Partial* p = &partials[sl].head;  // written by other blocks: read through L2
+    merge(r, Acc{{__ldcg(&p->score), __ldcg(&p->id)}, __ldcg(&p->max), __ldcg(&p->sum), __ldcg(&p->flags)});
+  }
+  r = block_merge(r, shared);  // its barriers also publish squares and staged
+  const float norm = gemv_row::norm_scale<kWarps>(squares, s.K, s.eps);
+  const float L = r.best.v, M = r.max;
+  int status = kSampleOk;
+  if (r.flags & kFlagBad) status = kSampleBadLogit;
+  else if (r.max == -INFINITY) status = kSampleAllMasked;
+  else if (r.flags & kFlagOverflow) status = kSampleTempOverflow;
+
+  Rescored mine_r{{-INFINITY, INT_MAX}, NAN, 0.f};
+  // Rescores cand[0 .. n): warp w takes w, w + kWarps, ...
+  auto rescore = [&](int n) {
+    for (int k = warp; k < n; k += kWarps) {
+      const int i = cand[k];
+      const float z = gemv_row::warp_row_dot(head + int64_t(i) * s.K, staged, s.K) * norm;
+      const float score = greedy ? z : scaled_logit(z, P.temperature) + id_noise(P, greedy, i);
+      if (beats(score, i, mine_r.best.v, mine_r.best.id)) {
+        mine_r.best = Best{score, i};
+        mine_r.z = z;
+      }
+      if (want_lse) mine_r.corr += expf(z - M) - expf(__ldg(l + i) - M);
+    }
+  };
+  if (status == kSampleOk) {
+    if (!(r.flags & kFlagSlow)) {
+      // Gather the kept ids with hi >= L, slice by slice (two passes over the lists: count, write).
+      int n = 0;
+      for (int sl = tid; sl < slices; sl += kThreads) {
+        const ScreenPartial& p = partials[sl];
+        const int c = __ldcg(&p.head.pad[0]);
+        for (int j = 0; j < c; ++j) n += __ldcg(&p.his[j]) >= L ? 1 : 0;
+      }
+      int total = 0;
+      int at = block_prefix(n, scan, &total);
+      if (total <= kRound) {
+        for (int sl = tid; sl < slices; sl += kThreads) {
+          const ScreenPartial& p = partials[sl];
+          const int c = __ldcg(&p.head.pad[0]);
+          for (int j = 0; j < c; ++j)
+            if (__ldcg(&p.his[j]) >= L) cand[at++] = __ldcg(&p.ids[j]);
+        }
+        __syncthreads();
+        rescore(total);
+      } else {
+        r.flags |= kFlagSlow;
+      }
+    }
+    if (r.flags & kFlagSlow) {
+      // Every id of every slice whose upper score reaches L, a slice (at most kRound ids) at a time.
+      for (int sl = 0; sl < slices; ++sl) {
+        const int q = sl * kThreads + tid;
+        float gq[1][4], zq[1][4], eq[1][4];
+        chunk_noise<1>(P, greedy, q, 1, V, gq);
+        chunk_load<1, false>(l, q, 1, V, zq);
+        chunk_load<1, false>(s.bound, q, 1, V, eq);
+        unsigned m = 0;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          float lo, h;
+          score_bounds(zq[0][j], eq[0][j], greedy, P.temperature, gq[0][j], lo, h);
+          if (4 * q + j < V && h >= L) m |= 1u << j;
+        }
+        int total = 0;
+        int at = block_prefix(__popc(m), scan, &total);
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (m & (1u << j)) cand[at++] = 4 * q + j;
+        __syncthreads();
+        rescore(total);
+        __syncthreads();  // cand is free for the next slice
+      }
+    }
+  }
+  if (lane == 0) warp_results[warp] = mine_r;
+  __syncthreads();
+  if (tid == 0) {
+    a.one_pass_arrivals[0] = 0;  // ready for the next launch
+    Rescored best = warp_results[0];
+    float corr = best.corr;
+    for (int w = 1; w < kWarps; ++w) {
+      const Rescored& o = warp_results[w];
+      if (beats(o.best.v, o.best.id, best.best.v, best.best.id)) {
+        best.best = o.best;
+        best.z = o.z;
+      }
+      corr += o.corr;
+    }
+    int token = -1;
+    float logprob = NAN;
+    if (status == kSampleOk) {
+      token = best.best.id;
+      if (want_lse) logprob = best.z - (M + logf(fmaxf(r.sum + corr, FLT_MIN)));
+    }
+    const int out_row = P.out_offset;
+    a.out_status[out_row] = status;
+    a.out_ids[out_row] = token;
+    if (a.out_logprob != nullptr) a.out_logprob[out_row] = logprob;
+    if (a.next_ids != nullptr) a.next_ids[0] = token >= 0 ? token : 0;  // a failed row's step is dropped
+    for (int k = 0; k < a.max_logprobs; ++k) {
+      a.out_top_ids[k] = -1;
+      a.out_top_logprobs[k] = -INFINITY;
+    }
+  }
+}
+
+}  // namespace
+
+PHOTON_STEP_TRACE_UNIT(sampling_screened)
+PHOTON_PRELOAD_UNIT(sampling_screened, sample_screened_kernel)
+
+size_t screened_workspace_bytes(int32_t vocab, int32_t num_sms) {
+  return size_t(std::max(one_pass_slices(1, vocab, num_sms), 1)) * sizeof(ScreenPartial);
+}
+
+bool sample_screened_shape(int64_t vocab, int64_t K, int32_t num_sms) {
+  if (vocab <= 0 || vocab > INT32_MAX || K <= 0 || K % 8 != 0 || K * 2 > kScreenMaxRowBytes) return false;
+  int32_t qpt = 0;
+  one_pass_slices(1, int32_t(vocab), num_sms, &qpt);
+  return qpt == 1;
+}
+
+bool sample_screened_applies(const SampleArgs& a, const ScreenArgs& s, int32_t num_sms) {
+  return a.num_rows == 1 && sample_screened_shape(a.vocab, s.K, num_sms) && s.bound != nullptr && s.x != nullptr && s.norm_w != nullptr && s.w != nullptr &&
+         is_aligned(s.x, 16) && is_aligned(s.norm_w, 16) && is_aligned(s.w, 16);
+}
+
+Status launch_sample_screened(const SampleArgs& a, const ScreenArgs& s, int32_t num_sms, cudaStream_t stream) {
+  if (!sample_screened_applies(a, s, num_sms))
+    return bad_launch("sample_screened", "needs one row whose ids fit one quad per thread, K % 8 == 0 and K * 2 <= "
+                                         "kScreenMaxRowBytes, and 16-byte aligned x, norm weights and head");
+  if (a.one_pass_partials == nullptr || a.one_pass_arrivals == nullptr)
+    return bad_launch("sample_screened", "no workspace (one_pass_partials, one_pass_arrivals)");
+  const int32_t slices = one_pass_slices(1, a.vocab, num_sms);
+  PHOTON_CUDA_TRY(launch_kernel(sample_screened_kernel, dim3(unsigned(slices)), dim3(kThreads), size_t(s.K) * 2,
+                                stream, a, s, int(slices)));
+  return {};
+}
+
+}  // namespace photon::cuda

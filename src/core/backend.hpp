@@ -258,14 +258,14 @@ class Backend {
   // leave it untouched. The result matches the pair within the activation dtype's rounding; out
   // must not overlap x or h.
   virtual Result<void> rmsnorm_matmul(Tensor out, Tensor x, Tensor norm_w, float eps, const Weight& W, Tensor h);
-  // The LM head of a decode-only step: rmsnorm_matmul(logits, x, norm_w, eps, W, h). `screen` (w
+  // The LM head of a decode-only step: rmsnorm_matmul(logits, x, norm_w, eps, W, h). `screen` (q.w
   // empty: none) is a group-wise int8 copy of W's values (ModelLoadOptions::lm_head_screen, made
   // at the group lm_head_screen_group() asks for): a backend may, inside its own sampled steps
   // whose draws need only ids and their logprobs, leave the screen's product in logits and draw
   // exactly through its error bounds (docs/lm-head-screen.md: CUDA's sampled one-row graphs). The
   // logits a caller can read are always W's. The default ignores the screen.
   virtual Result<void> rmsnorm_lm_head(Tensor logits, Tensor x, Tensor norm_w, float eps, const Weight& W,
-                                       const Weight& screen, Tensor h) {
+                                       const LmHeadScreen& screen, Tensor h) {
     (void)screen;
     return rmsnorm_matmul(logits, x, norm_w, eps, W, h);
   }

@@ -80,4 +80,12 @@ struct Weight {
   int64_t in_features() const noexcept { return w.dim(1); }
 };
 
+// An int8 copy of a bf16 LM head for the backend's screened draws (docs/lm-head-screen.md,
+// Backend::rmsnorm_lm_head): q quantizes the head's values (core/quantize.hpp), and row_abs[v]
+// (f32, rounded up) is at least the sum over row v of the head's |w|. q.w empty: none.
+struct LmHeadScreen {
+  Weight q;        // [V, H] i8, f32 scales [V, H / group]
+  Tensor row_abs;  // [V] f32
+};
+
 }  // namespace photon

@@ -282,18 +282,23 @@ class CudaBackend final : public Backend {
   int32_t lm_head_screen_group(int64_t vocab, int64_t hidden) const noexcept override {
     const bool on = options_.lm_head_screen && options_.sample_in_graph && options_.int8_one_row_gemv &&
                     options_.gemv_norm;
-    return on && hidden % 1024 == 0 && cuda::sample_screened_shape(vocab, hidden, num_sms_) ? kScreenGroup : 0;
+    return on && hidden % 1024 == 0 && hidden * 2 <= cuda::kScreenMaxStagedBytes &&
+                   cuda::sample_screened_shape(vocab, hidden, num_sms_)
+               ? kScreenGroup
+               : 0;
   }
 
   // Inside the recording of a sampled one-row graph (screen_armed_), the screen's product with
   // its bounds (GemvArgs::bound) when W is a bf16 head and `screen` its int8 copy; the sampler
   // then draws through them (screen_used_). Otherwise, or where the GEMV cannot serve it, W's.
   Result<void> rmsnorm_lm_head(Tensor logits, Tensor x, Tensor norm_w, float eps, const Weight& W,
-                               const Weight& screen, Tensor h) override {
-    if (screen_armed_ && screen.w.data != nullptr && W.w.dtype == DType::bf16 && W.w.rank == 2 &&
-        screen.w.rank == 2 && screen.w.dim(0) == W.w.dim(0) && screen.w.dim(1) == W.w.dim(1) &&
-        logits.dtype == DType::f32 && cuda::sample_screened_shape(W.w.dim(0), W.w.dim(1), num_sms_)) {
-      if (std::optional<cuda::GemvArgs> g = norm_gemv(logits, x, norm_w, eps, screen, h, Tensor{}, false)) {
+                               const LmHeadScreen& screen, Tensor h) override {
+    const Weight& q = screen.q;
+    if (screen_armed_ && q.w.data != nullptr && W.w.dtype == DType::bf16 && W.w.rank == 2 && q.w.rank == 2 &&
+        q.w.dim(0) == W.w.dim(0) && q.w.dim(1) == W.w.dim(1) && screen.row_abs.dtype == DType::f32 &&
+        screen.row_abs.numel() == W.w.dim(0) && logits.dtype == DType::f32 &&
+        cuda::sample_screened_shape(W.w.dim(0), W.w.dim(1), num_sms_)) {
+      if (std::optional<cuda::GemvArgs> g = norm_gemv(logits, x, norm_w, eps, q, h, Tensor{}, false)) {
         const int64_t V = W.w.dim(0);
         if (screen_bound_.size() < size_t(V) * sizeof(float)) {
           screen_bound_ = Buffer();
@@ -301,6 +306,7 @@ class CudaBackend final : public Backend {
         }
         g->passes_grid = 4 * num_sms_;
         g->bound = static_cast<float*>(screen_bound_.data());
+        g->row_abs = screen.row_abs.as<const float>();
         if (cuda::gemv_applies(*g)) {
           PHOTON_TRY(cuda::launch_gemv(*g, stream_));
           screen_used_ = cuda::ScreenArgs{g->bound, x.data, norm_w.data, eps, W.w.data, g->K};

@@ -323,16 +323,26 @@ __global__ void __launch_bounds__(kThreads, 4) gemv_staged_kernel(GemvArgs a) {
 // the int8 LM head at K = 2048) that is 16 KB of weights per block against x and the norm weights
 // staged from L2 and a block's start and end, and the product streams at ~2.6-3.0 TB/s (rows 90, 97).
 // Bytes as the plain launch, less x and norm_w re-read from L2 by every group (K * 4 per group).
-// BOUND (GemvArgs::bound; I8, f32 out): also each column's screen bound (gemv.cuh), from each
-// chunk's scale and the staged row's |y| sums over its 16 values (abs_sums, after staged).
+// BOUND (GemvArgs::bound; I8, f32 out): the LM head screen's product (gemv.cuh): the block also
+// quantizes the staged row y to int16 at one scale sx = max|y| / 32767 (qx, after staged, with each
+// 16-value chunk's sum of |qx|), each 16-byte chunk of codes is dotted with its 16 x values in
+// eight __dp2a (exact int32), scaled by its group's scale and summed in fp32, and the column's bound
+// is formed from its scales, the chunks' |qx| sums and row_abs (each lane loads it with the
+// column's tiles). Per 16 bytes of codes: 8 integer dot instructions against the float path's 16
+// conversions and 16 FMAs; int8 x (__dp4a) would halve them again but its rounding (sx / 2 per
+// element, at 127 steps) made the bound ~3x looser.
 template <class Out, bool I8, int P, bool BOUND = false>
 __global__ void __launch_bounds__(kThreads, 4) gemv_passes_kernel(GemvArgs a) {
   constexpr int kPassU = P;
   static_assert(!BOUND || I8);
   const StepTraceScope step_trace_scope(step_trace_tag(kTraceGemv, 4u | (unsigned(XRows::normed) << 3) | (I8 ? 64u : 0u) | 128u | (BOUND ? 256u : 0u), a.N, a.K));
   __shared__ float squares[kWarps];
-  extern __shared__ uint4 staged[];  // [K / 8] chunks of x * norm_w; BOUND: then [K / 8] f32 |y| sums
-  float* abs_sums = reinterpret_cast<float*>(staged + a.K / 8);
+  __shared__ float maxes[BOUND ? kWarps : 1];
+  // [K / 8] chunks of y = x * norm_w; BOUND: then qx [K / 8] chunks of 8 int16, then [K / 16] f32
+  // sums of |qx| over each 16 values.
+  extern __shared__ uint4 staged[];
+  uint4* qx = staged + a.K / 8;
+  float* qabs = reinterpret_cast<float*>(qx + a.K / 8);
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
   const int chunks = a.K / (I8 ? 16 : 8), tiles_per_col = chunks / (32 * kPassU);
   const int groups = ceil_div(a.N, kWarps), grid = int(gridDim.x), b = int(blockIdx.x);
@@ -340,8 +350,9 @@ __global__ void __launch_bounds__(kThreads, 4) gemv_passes_kernel(GemvArgs a) {
   const int gshift = I8 ? __ffs(a.group / 16) - 1 : 0;
   const int row_groups = I8 ? a.K / a.group : 0;
   auto column = [&](int t) { return (b + (t / tiles_per_col) * grid) * kWarps + warp; };
-  // Tile t's loads into buf (and, I8, their chunks' scales into sc).
-  auto load_tile = [&](uint4 (&buf)[kPassU], float (&sc)[kPassU], int t) {
+  // Tile t's loads into buf (and, I8, their chunks' scales into sc; BOUND, the column's row_abs
+  // into wabs).
+  auto load_tile = [&](uint4 (&buf)[kPassU], float (&sc)[kPassU], float& wabs, int t) {
     const int n = column(t), nn = n < a.N ? n : 0;
     const int c0 = (t % tiles_per_col) * 32 * kPassU + lane;
     const uint4* w = I8 ? reinterpret_cast<const uint4*>(a.w8) + int64_t(nn) * chunks
@@ -351,37 +362,87 @@ __global__ void __launch_bounds__(kThreads, 4) gemv_passes_kernel(GemvArgs a) {
       buf[u] = n < a.N ? __ldcs(w + c0 + 32 * u) : make_uint4(0u, 0u, 0u, 0u);
       if constexpr (I8) sc[u] = n < a.N ? __ldg(a.scales + int64_t(nn) * row_groups + ((c0 + 32 * u) >> gshift)) : 0.f;
     }
+    if constexpr (BOUND) wabs = __ldg(a.row_abs + nn);
   };
   uint4 A[kPassU], B[kPassU];
   float sa[kPassU] = {}, sb[kPassU] = {};
-  if (tiles > 0) load_tile(A, sa, 0);
+  float wa = 0.f, wb = 0.f;
+  if (tiles > 0) load_tile(A, sa, wa, 0);
   pdl_wait();
   pdl_launch_dependents();
+  stage_normed_row(a, 0, staged, squares[warp]);
+  float sx = 0.f, ymax = 0.f;  // BOUND: x's int8 scale and max |y|
   if constexpr (BOUND) {
-    const float ss = gemv_row::stage_normed_row<kThreads, true>(a.x, a.norm_w, a.K, staged, abs_sums);
-    if (lane == 0) squares[warp] = ss;
-  } else {
-    stage_normed_row(a, 0, staged, squares[warp]);
+    __syncthreads();
+    float m = 0.f;
+    for (int c = threadIdx.x; c < a.K / 8; c += kThreads) {
+      float yf[8];
+      unpack_bf16x8(staged[c], yf);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) m = fmaxf(m, fabsf(yf[e]));
+    }
+    m = warp_max(m);
+    if (lane == 0) maxes[warp] = m;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kWarps; ++k) ymax = fmaxf(ymax, maxes[k]);
+    sx = ymax / 32767.f;
+    const float inv = ymax > 0.f ? 32767.f / ymax : 0.f;
+    for (int c = threadIdx.x; c < a.K / 16; c += kThreads) {
+      float yf[8], yg[8];
+      unpack_bf16x8(staged[2 * c], yf);
+      unpack_bf16x8(staged[2 * c + 1], yg);
+      uint32_t packed[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
+      int sum = 0;
+#pragma unroll
+      for (int e = 0; e < 16; ++e) {
+        const int q = max(-32767, min(32767, __float2int_rn((e < 8 ? yf[e] : yg[e - 8]) * inv)));
+        sum += abs(q);
+        packed[e / 2] |= uint32_t(q & 0xffff) << (16 * (e % 2));
+      }
+      qx[2 * c] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+      qx[2 * c + 1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+      qabs[c] = float(sum);
+    }
   }
   __syncthreads();
   const float scale = gemv_row::norm_scale<kWarps>(squares, a.K, a.eps);
   Out* out = static_cast<Out*>(a.out);
-  float acc = 0.f, err = 0.f;  // err (BOUND): sum over the column's chunks of scale * |y| sum
-  auto consume = [&](const uint4 (&buf)[kPassU], const float (&sc)[kPassU], int t) {
+  float acc = 0.f, err = 0.f;  // err (BOUND): sum over the column's chunks of scale * sum |qx|
+  auto consume = [&](const uint4 (&buf)[kPassU], const float (&sc)[kPassU], float wabs, int t) {
     const int c0 = (t % tiles_per_col) * 32 * kPassU + lane;
 #pragma unroll
     for (int u = 0; u < kPassU; ++u) {
-      chunk_accumulate<I8>(acc, buf[u], staged, c0 + 32 * u, I8 ? sc[u] : 0.f);
-      if constexpr (BOUND) err += sc[u] * (abs_sums[2 * (c0 + 32 * u)] + abs_sums[2 * (c0 + 32 * u) + 1]);
+      if constexpr (BOUND) {
+        const int c = c0 + 32 * u;
+        const uint4 q0 = qx[2 * c], q1 = qx[2 * c + 1];  // x values 16c .. 16c + 15, two per word
+        int d = __dp2a_lo(int(q0.x), int(buf[u].x), 0);
+        d = __dp2a_hi(int(q0.y), int(buf[u].x), d);
+        d = __dp2a_lo(int(q0.z), int(buf[u].y), d);
+        d = __dp2a_hi(int(q0.w), int(buf[u].y), d);
+        d = __dp2a_lo(int(q1.x), int(buf[u].z), d);
+        d = __dp2a_hi(int(q1.y), int(buf[u].z), d);
+        d = __dp2a_lo(int(q1.z), int(buf[u].w), d);
+        d = __dp2a_hi(int(q1.w), int(buf[u].w), d);
+        acc += float(d) * sc[u];
+        err += sc[u] * qabs[c];
+      } else {
+        chunk_accumulate<I8>(acc, buf[u], staged, c0 + 32 * u, I8 ? sc[u] : 0.f);
+      }
     }
     if (t % tiles_per_col == tiles_per_col - 1) {  // the column's last tile
       acc = warp_sum(acc);
       if constexpr (BOUND) err = warp_sum(err);
       const int n = column(t);
       if (lane == 0 && n < a.N) {
-        if constexpr (sizeof(Out) == 4) out[n] = acc * scale;
-        else out[n] = to_bf16(acc * scale);
-        if constexpr (BOUND) a.bound[n] = err * scale * kScreenBoundFactor;
+        if constexpr (BOUND) {
+          out[n] = acc * sx * scale;
+          a.bound[n] = screen_bound(scale, sx, ymax, err, wabs);
+        } else if constexpr (sizeof(Out) == 4) {
+          out[n] = acc * scale;
+        } else {
+          out[n] = to_bf16(acc * scale);
+        }
       }
       acc = 0.f;
       err = 0.f;
@@ -389,10 +450,10 @@ __global__ void __launch_bounds__(kThreads, 4) gemv_passes_kernel(GemvArgs a) {
   };
 #pragma unroll 1
   for (int t = 0; t < tiles; t += 2) {
-    if (t + 1 < tiles) load_tile(B, sb, t + 1);
-    consume(A, sa, t);
-    if (t + 2 < tiles) load_tile(A, sa, t + 2);
-    if (t + 1 < tiles) consume(B, sb, t + 1);
+    if (t + 1 < tiles) load_tile(B, sb, wb, t + 1);
+    consume(A, sa, wa, t);
+    if (t + 2 < tiles) load_tile(A, sa, wa, t + 2);
+    if (t + 1 < tiles) consume(B, sb, wb, t + 1);
   }
 }
 
@@ -548,7 +609,9 @@ GemvKernel passes_kernel(bool int8_weights, bool tiles_of_4) {
 }
 
 bool gemv_passes_applies(const GemvArgs& a) {
-  if (a.bound != nullptr && (a.w8 == nullptr || !a.out_f32)) return false;
+  if (a.bound != nullptr && (a.w8 == nullptr || !a.out_f32 || a.row_abs == nullptr ||
+                             int64_t(a.K) * 2 > kScreenMaxStagedBytes))
+    return false;
   return a.passes_grid > 0 && a.M == 1 && a.norm_w != nullptr && a.mode == GemvMode::plain &&
          a.rope.q_out == nullptr && gemv_passes_chunks(a) % 64 == 0 && int64_t(a.K) * 2 <= kGemvMaxStagedBytes;
 }
@@ -556,7 +619,7 @@ bool gemv_passes_applies(const GemvArgs& a) {
 Status launch_gemv(const GemvArgs& a, cudaStream_t stream) {
   if (a.bound != nullptr && !gemv_passes_applies(a))
     return bad_launch("gemv", "a screen bound needs the passes launch: one row, a norm, plain mode, int8 weights "
-                              "of a multiple of 1024 per row, f32 out and passes_grid > 0");
+                              "of a multiple of 1024 per row (K <= 8192), row_abs, f32 out and passes_grid > 0");
   if (!gemv_applies(a))
     return bad_launch("gemv", "needs M = 1, K % 8 == 0, 16-byte aligned x and w (and norm weights), a bf16 output "
                               "to add into or apply SwiGLU to, no norm in add mode, and for RoPE a norm, plain mode "
@@ -566,7 +629,7 @@ Status launch_gemv(const GemvArgs& a, cudaStream_t stream) {
     const int groups = ceil_div(a.N, kWarps);
     const dim3 grid(unsigned(groups < a.passes_grid ? groups : a.passes_grid));
     const bool i8 = a.w8 != nullptr, p4 = gemv_passes_chunks(a) % 128 == 0, bound = a.bound != nullptr;
-    const size_t smem = size_t(a.K) * 2 + (bound ? size_t(a.K) / 2 : 0);
+    const size_t smem = size_t(a.K) * 2 + (bound ? size_t(a.K) * 2 + size_t(a.K) / 4 : 0);
     const GemvKernel k = bound      ? (p4 ? gemv_passes_kernel<float, true, 4, true> : gemv_passes_kernel<float, true, 2, true>)
                          : a.out_f32 ? passes_kernel<float>(i8, p4)
                                      : passes_kernel<bf16>(i8, p4);

@@ -118,17 +118,32 @@ struct GemvArgs {
   // column's epilogue (gemv.cu, gemv_passes_kernel; CudaBackendOptions::gemv_passes_*). Other
   // launches ignore it. Results are bit-identical either way.
   int32_t passes_grid = 0;
-  // The screen's bound (docs/lm-head-screen.md; the passes launch with int8 weights and f32 out
-  // only): bound[n] = kScreenBoundFactor * r * sum over column n's chunks of scale * sum |y|, with
-  // y = bf16(x * norm_w) the staged row and r the norm's scale, so that |out[n] - the same product
-  // over the bf16 weights the codes quantize| <= bound[n] for the fp32 values both kernels compute.
-  // Writes N * 4 more bytes; shared memory K / 2 bytes more per block.
+  // The LM head screen (docs/lm-head-screen.md; the passes launch with int8 weights, f32 out and
+  // K <= 8192 only): y = bf16(x * norm_w) is quantized to int16 at one scale sx = max|y| / 32767
+  // (qx = round(y / sx)), out[n] = r * sx * sum over groups of scale * (codes . qx) (exact int32
+  // dot products, __dp2a), and bound[n] = screen_bound(r, sx, max|y|, sum over the column's 16-code
+  // chunks of scale * sum |qx|, row_abs[n]) >= |out[n] - the bf16 product over the weights the codes
+  // quantize| for the fp32 values both kernels compute. Reads N * 4 bytes of row_abs more, writes
+  // N * 4 of bounds more; shared memory K * 9 / 4 bytes more per block.
   float* bound = nullptr;
+  const float* row_abs = nullptr;  // [N]: >= sum over row n of |w| (the bf16 values the codes quantize)
 };
 
-// 1/2 (an element's rounding error is at most half its group's scale) times 1 + 2^-7, which covers
-// both products' fp32 rounding (docs/lm-head-screen.md).
-constexpr float kScreenBoundFactor = 0.5f * (1.f + 1.f / 128.f);
+// The screen's bound (docs/lm-head-screen.md) for the norm scale r, x's int8 scale sx and max |y|,
+// a column's sum over chunks of scale * sum |qx| (qsum) and its row's sum of |w| (wabs): with
+// y - sx qx at most sx / 2 and w - scale q at most scale / 2 per element,
+//   |sum w y - sum (scale q)(sx qx)| <= sum |w| |y - sx qx| + sum |w - scale q| |sx qx|
+//                                     <= sx / 2 wabs + sx / 2 qsum,
+// times r; plus 2^-12 r wabs max|y| (>= 2^-12 r sum |w y|, which covers the fp32 rounding of both
+// products, each within ~(64 + 5) 2^-24 of that sum), all times 1 + 2^-10 for this formula's own
+// rounding.
+constexpr int64_t kScreenMaxStagedBytes = 16 * 1024;  // K * 2: the staged row and its int16 copy fit 48 KiB
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+inline float screen_bound(float r, float sx, float ymax, float qsum, float wabs) {
+  return r * (0.5f * sx * (wabs + qsum) + wabs * ymax * (1.f / 4096.f)) * (1.f + 1.f / 1024.f);
+}
 
 // Whether the GEMV kernel serves this product (M <= kGemvMaxRows, K % 8 == 0, 16-byte aligned x and w;
 // add, silu: a bf16 out; norm: plain or silu mode, 16-byte aligned norm weights; norm or stage_x:

@@ -11,12 +11,10 @@ namespace photon::cuda::gemv_row {
 
 // Row x [K] (bf16) staged as y = bf16(x * norm_w) into staged[0 .. K / 8) by a block of THREADS
 // threads (thread t takes chunks t, t + THREADS, ...; K % 8 == 0, 16-byte aligned x and norm_w);
-// returns, in every lane, the warp's share of x's sum of squares. ABS: also abs_sums[c] = sum of |y|
-// over chunk c's 8 values (the screen's bound, gemv.cuh). The caller's barrier makes the staged
-// values visible. Reads K * 2 bytes of x and of norm_w from L2.
-template <int THREADS, bool ABS = false>
-__device__ __forceinline__ float stage_normed_row(const bf16* xr, const bf16* norm_w, int K, uint4* staged,
-                                                  float* abs_sums = nullptr) {
+// returns, in every lane, the warp's share of x's sum of squares. The caller's barrier makes the
+// staged values visible. Reads K * 2 bytes of x and of norm_w from L2.
+template <int THREADS>
+__device__ __forceinline__ float stage_normed_row(const bf16* xr, const bf16* norm_w, int K, uint4* staged) {
   const int xchunks = K / 8;
   const uint4* x = reinterpret_cast<const uint4*>(xr);
   const uint4* g = reinterpret_cast<const uint4*>(norm_w);
@@ -34,14 +32,6 @@ __device__ __forceinline__ float stage_normed_row(const bf16* xr, const bf16* no
 #pragma unroll
     for (int k = 0; k < 4; ++k) ph[k] = __hmul2(xh[k], gh[k]);
     staged[c] = p;
-    if constexpr (ABS) {
-      float yf[8];
-      unpack_bf16x8(p, yf);
-      float a = 0.f;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) a += fabsf(yf[e]);
-      abs_sums[c] = a;
-    }
   }
   return warp_sum(ss);
 }

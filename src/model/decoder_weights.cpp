@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <atomic>
+#include <cmath>
+#include <limits>
 #include <initializer_list>
 #include <string>
 #include <unordered_map>
@@ -84,9 +86,10 @@ class Uploader {
   enum class Rounding { stored, weight_dtype };
   // i8 [rows, K] and f32 scales [rows, ceil(K / group)], quantized row by row
   // (through one f32 row of scratch per thread), in chunks of rows on `pool`
-  // when there is one.
+  // when there is one. row_abs (not null): [rows] each row's sum of |value|
+  // (summed in double, rounded up to f32).
   Result<Weight> quantized(std::initializer_list<std::string> names, int32_t group, ThreadPool* pool,
-                           Rounding rounding = Rounding::stored) {
+                           Rounding rounding = Rounding::stored, std::vector<float>* row_abs = nullptr) {
     int64_t rows = 0, K = 0;
     for (const auto& n : names) {
       PHOTON_ASSIGN_OR_RETURN(const ExpectedTensor* e, expected(n));
@@ -95,6 +98,7 @@ class Uploader {
       K = e->shape[1];
     }
     const int64_t groups = int8_group_count(K, group);
+    if (row_abs != nullptr) row_abs->assign(size_t(rows), 0.f);
     staging_.resize(size_t(rows * K));
     scales_.resize(size_t(rows * groups));
     const int32_t threads = pool != nullptr ? pool->max_concurrency() : 1;
@@ -122,6 +126,13 @@ class Uploader {
             lower(bad_convert, i);
             return;
           }
+          if (row_abs != nullptr) {
+            double sum = 0;
+            for (int64_t k = 0; k < K; ++k) sum += std::abs(double(row[k]));
+            float f = float(sum);
+            if (double(f) < sum) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+            (*row_abs)[size_t(r0 + i)] = f;
+          }
           auto* q = reinterpret_cast<int8_t*>(staging_.data()) + (r0 + i) * K;
           if (!quantize_row_int8(row, K, group, q, scales_.data() + (r0 + i) * groups)) lower(bad_value, i);
         }
@@ -145,7 +156,6 @@ class Uploader {
     return w;
   }
 
- private:
   // A [rows, cols] tensor of `dtype` copied from host memory into a new backend buffer.
   Result<Tensor> upload(const void* host, DType dtype, int64_t rows, int64_t cols) {
     const size_t bytes = size_t(rows * cols) * dtype_size(dtype);
@@ -156,6 +166,7 @@ class Uploader {
     return t;
   }
 
+ private:
   Result<const ExpectedTensor*> expected(const std::string& name) const {
     auto it = expected_.find(name);
     if (it == expected_.end()) return fail(Errc::internal, "decoder loader asks for unlisted tensor " + name);
@@ -238,8 +249,12 @@ Result<DecoderWeights> load_decoder_weights(const ModelConfig& c, WeightSource& 
   if (w.lm_head.w.dtype != DType::i8 && options.lm_head_screen) {
     if (const int32_t screen_group = backend.lm_head_screen_group(c.vocab_size, c.hidden_size); screen_group > 0) {
       // The values the head holds (the backend's dtype), so that the screen's bound covers them.
-      PHOTON_ASSIGN_OR_RETURN(w.lm_head_screen,
-                              up.quantized({head_name}, screen_group, options.pool, Uploader::Rounding::weight_dtype));
+      std::vector<float> row_abs;
+      PHOTON_ASSIGN_OR_RETURN(w.lm_head_screen.q, up.quantized({head_name}, screen_group, options.pool,
+                                                               Uploader::Rounding::weight_dtype, &row_abs));
+      PHOTON_ASSIGN_OR_RETURN(w.lm_head_screen.row_abs,
+                              up.upload(row_abs.data(), DType::f32, int64_t(row_abs.size()), 1));
+      w.lm_head_screen.row_abs = w.lm_head_screen.row_abs.view({int64_t(row_abs.size())});
     }
   }
 

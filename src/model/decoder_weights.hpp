@@ -25,9 +25,9 @@ namespace photon {
 struct DecoderWeights {
   Weight embed;       // [V, H]
   Weight lm_head;     // [V, H]; views the embedding's memory when tied
-  // [V, H] int8: lm_head's values quantized for the backend's screened draws
-  // (ModelLoadOptions::lm_head_screen, Backend::rmsnorm_lm_head); w empty: none.
-  Weight lm_head_screen;
+  // lm_head's values quantized for the backend's screened draws
+  // (ModelLoadOptions::lm_head_screen, Backend::rmsnorm_lm_head); q.w empty: none.
+  LmHeadScreen lm_head_screen;
   Tensor final_norm;  // [H]
   Tensor inv_freq;    // [hd / 2] f32: RoPE inverse frequencies (rope_inv_freq)
   std::vector<DecoderLayerWeights> layers;

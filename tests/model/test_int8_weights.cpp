@@ -37,14 +37,21 @@ ModelLoadOptions int8(int32_t group = 128) { return {.int8_weights = true, .int8
 
 // A backend that runs everything on the CPU backend but, like a backend
 // without int8 kernels, does not claim int8 matmuls (the default of
-// Backend::supports_int8_weights).
+// Backend::supports_int8_weights). screen_group > 0: it asks the loader for
+// an LM head screen of that group (Backend::lm_head_screen_group), which it
+// then ignores, as the CPU backend would; bf16_weights: it keeps weights in
+// bf16 (Backend::weight_dtype), as the CUDA backend does.
 class NoInt8Backend final : public Backend {
  public:
-  NoInt8Backend() : cpu_(must(make_cpu_backend({}))) {}
+  explicit NoInt8Backend(int32_t screen_group = 0, bool bf16_weights = false)
+      : cpu_(must(make_cpu_backend({}))), screen_group_(screen_group), bf16_weights_(bf16_weights) {}
   std::string_view name() const noexcept override { return "no-int8"; }
   DType activation_dtype() const noexcept override { return cpu_->activation_dtype(); }
   DType kv_dtype() const noexcept override { return cpu_->kv_dtype(); }
-  DType weight_dtype(DType stored) const noexcept override { return cpu_->weight_dtype(stored); }
+  DType weight_dtype(DType stored) const noexcept override {
+    return bf16_weights_ ? DType::bf16 : cpu_->weight_dtype(stored);
+  }
+  int32_t lm_head_screen_group(int64_t, int64_t) const noexcept override { return screen_group_; }
   Result<Buffer> allocate(size_t bytes) override { return cpu_->allocate(bytes); }  // owned by cpu_
   Result<void> copy_to_device(void* d, const void* s, size_t n) override { return cpu_->copy_to_device(d, s, n); }
   Result<void> copy_to_host(void* d, const void* s, size_t n) override { return cpu_->copy_to_host(d, s, n); }
@@ -75,6 +82,8 @@ class NoInt8Backend final : public Backend {
 
  private:
   std::unique_ptr<Backend> cpu_;
+  int32_t screen_group_;
+  bool bf16_weights_;
 };
 
 // The host copy of an [N, K] tensor of any float dtype, widened to f32.
@@ -485,4 +494,59 @@ TEST_CASE("the engine with weights int8 generates what the int8 model generates 
   r.sampling.temperature = 0;
   const Completion c = must(engine.generate(std::move(r)));
   CHECK(c.tokens == want);
+}
+
+TEST_CASE("LM head screen: the loader quantizes the head's values as the backend holds them, with row sums "
+          "of |w| that bound each row",
+          "[model]") {
+  // stories260K-untied stores f32; a backend that holds bf16 weights gets a screen of the
+  // bf16-rounded head (each dequantized element within half its scale of it) and row_abs >= each
+  // row's sum of |bf16 w|, within f32 rounding. No screen where the backend asks for none, where the
+  // load options turn it off, or where the head is int8 already; logits on the CPU are the same
+  // with and without it (the default rmsnorm_lm_head ignores it).
+  const std::string dir = stories_untied_dir();
+  const ModelConfig config = must(ModelConfig::load(dir));
+  CheckpointSource source(must(Checkpoint::open(dir)), dir);
+  NoInt8Backend screening(32, true);
+  const DecoderWeights w = must(load_decoder_weights(config, source, screening, {}));
+  const Weight& q = w.lm_head_screen.q;
+  REQUIRE(q.w.dtype == DType::i8);
+  REQUIRE(q.w.dim(0) == config.vocab_size);
+  REQUIRE(q.w.dim(1) == config.hidden_size);
+  REQUIRE(q.group_size == 32);
+  REQUIRE(w.lm_head_screen.row_abs.numel() == config.vocab_size);
+  const HostTensor h = must(source.get("lm_head.weight"));
+  std::vector<float> held = widened(h);
+  for (float& v : held) v = bf16_to_f32(f32_to_bf16(v));
+  const int64_t K = config.hidden_size, groups = q.scales.dim(1);
+  std::vector<float> back(static_cast<size_t>(K));
+  int64_t outside = 0, rounded_to_f32 = 0;
+  for (int64_t r = 0; r < config.vocab_size; ++r) {
+    dequantize_row_int8(q.w.as<const int8_t>() + r * K, q.scales.as<const float>() + r * groups, K, 32, back.data());
+    double sum = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      const double want = held[size_t(r * K + k)];
+      sum += std::abs(want);
+      const double s = q.scales.as<const float>()[r * groups + k / 32];
+      outside += std::abs(double(back[size_t(k)]) - want) <= s / 2 + std::abs(want) * 6e-8 ? 0 : 1;
+    }
+    const double got = w.lm_head_screen.row_abs.as<const float>()[r];
+    rounded_to_f32 += got >= sum && got <= sum * (1 + 1.2e-7) ? 1 : 0;
+  }
+  CHECK(outside == 0);
+  CHECK(rounded_to_f32 == config.vocab_size);
+
+  NoInt8Backend plain(0, true);
+  CHECK(must(load_decoder_weights(config, source, plain, {})).lm_head_screen.q.w.data == nullptr);
+  ModelLoadOptions off;
+  off.lm_head_screen = false;
+  CHECK(must(load_decoder_weights(config, source, screening, off)).lm_head_screen.q.w.data == nullptr);
+
+  NoInt8Backend f32_screening(32, false);
+  auto with = must(Model::load(dir, f32_screening));
+  auto without = must(Model::load(dir, f32_screening, off));
+  const auto prompt = std::vector<int32_t>{1, 403, 407, 261, 378, 10, 11};
+  ModelDriver a(*with, f32_screening, 8), b(*without, f32_screening, 8);
+  CHECK(a.prefill_all(prompt) == b.prefill_all(prompt));
+  CHECK(a.greedy(prompt, 6) == b.greedy(prompt, 6));
 }

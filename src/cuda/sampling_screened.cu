@@ -26,10 +26,10 @@ constexpr int kRound = 1024;        // candidates the last block gathers and res
 constexpr int kFlagSlow = 4;        // a block kept more than kKeep: the last block scans every id
 
 // One block's slice: the best (lower score, id), the LSE pair of its screen logits, its flags, and
-// the ids whose upper score reaches its own best lower score (at most kKeep of `count`, in id
-// order) with those upper scores.
+// the ids whose upper score reaches its own best lower score (at most kKeep of `count`, in no
+// particular order) with those upper scores.
 struct ScreenPartial {
-  Partial head;  // score = the best lower score, pad[0] = count
+  Partial head;  // score = the best lower score, pad[0] = count, pad[1] / pad[2]: entry 0's id / hi bits
   int ids[kKeep];
   float his[kKeep];
 };
@@ -83,17 +83,47 @@ struct Rescored {
   float corr;
 };
 
+constexpr int kPrefetchRows = 4;  // candidate rows a block prefetches into L2
+
+// Starts bringing `bytes` (a multiple of 16; 16-byte aligned) of global memory at p into L2.
+__device__ __forceinline__ void prefetch_row_l2(const void* p, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#else
+  for (int o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const char*>(p) + o));
+#endif
+}
+
+// Sorts cand[0 .. n) (distinct ids) ascending, through `tmp` (n ints): each id's rank is the count of
+// smaller ids. n is small (the ids the bounds cannot rule out), so O(n^2 / threads) compares.
+__device__ __forceinline__ void sort_ids(int* cand, int* tmp, int n) {
+  for (int t = threadIdx.x; t < n; t += kThreads) tmp[t] = cand[t];
+  __syncthreads();
+  for (int t = threadIdx.x; t < n; t += kThreads) {
+    const int id = tmp[t];
+    int rank = 0;
+    for (int j = 0; j < n; ++j) rank += tmp[j] < id ? 1 : 0;
+    cand[rank] = id;
+  }
+  __syncthreads();
+}
+
 // Grid: `slices` blocks of kThreads over one row (one quad of 4 ids per thread: one_pass_slices at
-// one row with quads_per_thread 1); dynamic shared memory K * 2 bytes (the last block's staged row).
+// one row with quads_per_thread 1); dynamic shared memory K * 2 bytes: every block stages y =
+// bf16(x * norm_w) and x's squares as the GEMV does (their loads overlap the logits'), so that the
+// last block to arrive has them at hand.
+template <bool kVec>
 __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a, ScreenArgs s, int slices) {
   const StepTraceScope step_trace_scope(step_trace_tag(kTraceSampleOnePass, 1, a.vocab, slices));
   __shared__ Acc shared[kWarps];
   __shared__ int scan[kWarps];
   __shared__ float squares[kWarps];
   __shared__ bool last;
-  __shared__ int cand[kRound];
+  __shared__ int kept, cand_n, first_id;
+  __shared__ float first_hi;
+  __shared__ int cand[kRound], sorted_tmp[kRound];
   __shared__ Rescored warp_results[kWarps];
-  extern __shared__ uint4 staged[];  // [K / 8]: the last block's y = bf16(x * norm_w)
+  extern __shared__ uint4 staged[];  // [K / 8]: y = bf16(x * norm_w)
   const int slice = int(blockIdx.x), tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int V = a.vocab;
   const SampleRowParams P = a.params != nullptr ? a.params[0] : a.inline_params[0];
@@ -107,8 +137,12 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   pdl_wait();  // the screen's logits and bounds come from the kernel before
   const float* l = a.logits;
   float zt[1][4], e[1][4];
-  chunk_load<1, false>(l, quad, 1, V, zt);
-  chunk_load<1, false>(s.bound, quad, 1, V, e);
+  chunk_load<1, kVec>(l, quad, 1, V, zt);
+  chunk_load<1, kVec>(s.bound, quad, 1, V, e);
+  const float ss = gemv_row::stage_normed_row<kThreads>(static_cast<const bf16*>(s.x),
+                                                        static_cast<const bf16*>(s.norm_w), s.K, staged);
+  if (lane == 0) squares[warp] = ss;
+  if (tid == 0) kept = 0;
 
   Acc acc{{-INFINITY, INT_MAX}, -INFINITY, 0.f, 0};
   float hi[4];
@@ -134,34 +168,35 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   } else {
     acc.max = fmaxf(acc.max, cmax);
   }
-  acc = block_merge(acc, shared);
+  acc = block_merge(acc, shared);  // its barriers also publish kept, squares and staged
 
-  // The slice's candidates: hi >= its best lower score, kept in id order.
-  // (A block whose best lower score is -inf keeps every id: more than kKeep, so the last block scans.)
-  unsigned mask = 0;
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    if (4 * quad + j < V && hi[j] >= acc.best.v) mask |= 1u << j;
-  int count = 0;
-  int pos = block_prefix(__popc(mask), scan, &count);
+  // The slice's candidates: hi >= its best lower score (in any order; at most kKeep stored). A
+  // block whose best lower score is -inf keeps every id: more than kKeep, so the last block scans.
   auto* partials = static_cast<ScreenPartial*>(a.one_pass_partials);
   ScreenPartial& mine = partials[slice];
+  bool wrote = false;
 #pragma unroll
   for (int j = 0; j < 4; ++j)
-    if (mask & (1u << j)) {
-      if (pos < kKeep) {
-        mine.ids[pos] = 4 * quad + j;
+    if (4 * quad + j < V && hi[j] >= acc.best.v) {
+      const int pos = atomicAdd(&kept, 1), id = 4 * quad + j;
+      if (pos == 0) {  // travels in the header, which the last block reads anyway
+        first_id = id;
+        first_hi = hi[j];
+      } else if (pos < kKeep) {
+        mine.ids[pos] = id;
         mine.his[pos] = hi[j];
+        wrote = true;
       }
-      ++pos;
+      // The last block rescores it with its bf16 row: bring the row into L2 now (the few first).
+      if (pos < kPrefetchRows) prefetch_row_l2(head + int64_t(id) * s.K, s.K * 2);
     }
-  if (tid == 0) {
-    const int flags = acc.flags | (count > kKeep ? kFlagSlow : 0);
-    mine.head = Partial{acc.best.v, acc.best.id, acc.max, acc.sum, flags, {count, 0, 0}};
-  }
-  __threadfence();  // each thread's entries are visible device-wide before the block arrives
+  if (wrote) __threadfence();  // the entries are visible device-wide before the block arrives
   __syncthreads();
   if (tid == 0) {
+    const int count = kept;
+    mine.head = Partial{acc.best.v, acc.best.id, acc.max, acc.sum, acc.flags | (count > kKeep ? kFlagSlow : 0),
+                        {count, count > 0 ? first_id : -1, count > 0 ? __float_as_int(first_hi) : 0}};
+    __threadfence();
     last = atomicAdd(&a.one_pass_arrivals[0], 1) == slices - 1;
   }
   __syncthreads();
@@ -169,14 +204,26 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
 
   // ---- the row's last block ----
   __threadfence();
-  const float ss = gemv_row::stage_normed_row<kThreads>(static_cast<const bf16*>(s.x), static_cast<const bf16*>(s.norm_w), s.K, staged);
-  if (lane == 0) squares[warp] = ss;
+  constexpr int kSlicesPerThread = 3;  // one_pass_slices: at most 4 blocks per SM, <= 3 * kThreads here
+  int my_count[kSlicesPerThread], my_first[kSlicesPerThread];
+  float my_first_hi[kSlicesPerThread];
   Acc r{{-INFINITY, INT_MAX}, -INFINITY, 0.f, 0};
-  for (int sl = tid; sl < slices; sl += kThreads) {
-    const Partial* p = &partials[sl].head;  // written by other blocks: read through L2
-    merge(r, Acc{{__ldcg(&p->score), __ldcg(&p->id)}, __ldcg(&p->max), __ldcg(&p->sum), __ldcg(&p->flags)});
+#pragma unroll
+  for (int u = 0; u < kSlicesPerThread; ++u) {
+    const int sl = tid + u * kThreads;
+    my_count[u] = 0;
+    my_first[u] = -1;
+    my_first_hi[u] = -INFINITY;
+    if (sl < slices) {
+      const Partial* p = &partials[sl].head;  // written by other blocks: read through L2
+      my_count[u] = __ldcg(&p->pad[0]);
+      my_first[u] = __ldcg(&p->pad[1]);
+      my_first_hi[u] = __int_as_float(__ldcg(&p->pad[2]));
+      merge(r, Acc{{__ldcg(&p->score), __ldcg(&p->id)}, __ldcg(&p->max), __ldcg(&p->sum), __ldcg(&p->flags)});
+    }
   }
-  r = block_merge(r, shared);  // its barriers also publish squares and staged
+  if (tid == 0) cand_n = 0;
+  r = block_merge(r, shared);
   const float norm = gemv_row::norm_scale<kWarps>(squares, s.K, s.eps);
   const float L = r.best.v, M = r.max;
   int status = kSampleOk;
@@ -185,42 +232,54 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   else if (r.flags & kFlagOverflow) status = kSampleTempOverflow;
 
   Rescored mine_r{{-INFINITY, INT_MAX}, NAN, 0.f};
-  // Rescores cand[0 .. n): warp w takes w, w + kWarps, ...
+  // Rescores cand[0 .. n), sorted by id: warp w takes w, w + kWarps, ... (a fixed order, so the
+  // float sums are deterministic).
   auto rescore = [&](int n) {
+    sort_ids(cand, sorted_tmp, n);
     for (int k = warp; k < n; k += kWarps) {
       const int i = cand[k];
+      const float zi = __ldg(l + i);
       const float z = gemv_row::warp_row_dot(head + int64_t(i) * s.K, staged, s.K) * norm;
       const float score = greedy ? z : scaled_logit(z, P.temperature) + id_noise(P, greedy, i);
       if (beats(score, i, mine_r.best.v, mine_r.best.id)) {
         mine_r.best = Best{score, i};
         mine_r.z = z;
       }
-      if (want_lse) mine_r.corr += expf(z - M) - expf(__ldg(l + i) - M);
+      if (want_lse) mine_r.corr += expf(z - M) - expf(zi - M);
     }
   };
   if (status == kSampleOk) {
     if (!(r.flags & kFlagSlow)) {
-      // Gather the kept ids with hi >= L, slice by slice (two passes over the lists: count, write).
-      int n = 0;
-      for (int sl = tid; sl < slices; sl += kThreads) {
+      // The kept ids with hi >= L: every list's entries loaded at once (predicated), then compacted.
+#pragma unroll
+      for (int u = 0; u < kSlicesPerThread; ++u) {
+        const int sl = tid + u * kThreads;
+        if (sl >= slices) continue;
         const ScreenPartial& p = partials[sl];
-        const int c = __ldcg(&p.head.pad[0]);
-        for (int j = 0; j < c; ++j) n += __ldcg(&p.his[j]) >= L ? 1 : 0;
-      }
-      int total = 0;
-      int at = block_prefix(n, scan, &total);
-      if (total <= kRound) {
-        for (int sl = tid; sl < slices; sl += kThreads) {
-          const ScreenPartial& p = partials[sl];
-          const int c = __ldcg(&p.head.pad[0]);
-          for (int j = 0; j < c; ++j)
-            if (__ldcg(&p.his[j]) >= L) cand[at++] = __ldcg(&p.ids[j]);
+        if (my_count[u] > 0 && my_first_hi[u] >= L) {
+          const int pos = atomicAdd(&cand_n, 1);
+          if (pos < kRound) cand[pos] = my_first[u];
         }
-        __syncthreads();
-        rescore(total);
-      } else {
-        r.flags |= kFlagSlow;
+        for (int j0 = 1; j0 < my_count[u]; j0 += 8) {
+          int ids[8];
+          float his[8];
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            ids[j] = j0 + j < my_count[u] ? __ldcg(&p.ids[j0 + j]) : -1;
+            his[j] = j0 + j < my_count[u] ? __ldcg(&p.his[j0 + j]) : -INFINITY;
+          }
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            if (ids[j] >= 0 && his[j] >= L) {
+              const int pos = atomicAdd(&cand_n, 1);
+              if (pos < kRound) cand[pos] = ids[j];
+            }
+        }
       }
+      __syncthreads();
+      const int n = cand_n;
+      if (n <= kRound) rescore(n);
+      else r.flags |= kFlagSlow;
     }
     if (r.flags & kFlagSlow) {
       // Every id of every slice whose upper score reaches L, a slice (at most kRound ids) at a time.
@@ -283,7 +342,7 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
 }  // namespace
 
 PHOTON_STEP_TRACE_UNIT(sampling_screened)
-PHOTON_PRELOAD_UNIT(sampling_screened, sample_screened_kernel)
+PHOTON_PRELOAD_UNIT(sampling_screened, sample_screened_kernel<true>)
 
 size_t screened_workspace_bytes(int32_t vocab, int32_t num_sms) {
   return size_t(std::max(one_pass_slices(1, vocab, num_sms), 1)) * sizeof(ScreenPartial);
@@ -292,8 +351,8 @@ size_t screened_workspace_bytes(int32_t vocab, int32_t num_sms) {
 bool sample_screened_shape(int64_t vocab, int64_t K, int32_t num_sms) {
   if (vocab <= 0 || vocab > INT32_MAX || K <= 0 || K % 8 != 0 || K * 2 > kScreenMaxRowBytes) return false;
   int32_t qpt = 0;
-  one_pass_slices(1, int32_t(vocab), num_sms, &qpt);
-  return qpt == 1;
+  const int32_t slices = one_pass_slices(1, int32_t(vocab), num_sms, &qpt);
+  return qpt == 1 && slices <= 3 * kThreads;  // the last block reads at most 3 slices' lists per thread
 }
 
 bool sample_screened_applies(const SampleArgs& a, const ScreenArgs& s, int32_t num_sms) {
@@ -308,8 +367,9 @@ Status launch_sample_screened(const SampleArgs& a, const ScreenArgs& s, int32_t 
   if (a.one_pass_partials == nullptr || a.one_pass_arrivals == nullptr)
     return bad_launch("sample_screened", "no workspace (one_pass_partials, one_pass_arrivals)");
   const int32_t slices = one_pass_slices(1, a.vocab, num_sms);
-  PHOTON_CUDA_TRY(launch_kernel(sample_screened_kernel, dim3(unsigned(slices)), dim3(kThreads), size_t(s.K) * 2,
-                                stream, a, s, int(slices)));
+  const bool vec = a.vocab % 4 == 0 && is_aligned(a.logits, 16) && is_aligned(s.bound, 16);
+  PHOTON_CUDA_TRY(launch_kernel(vec ? sample_screened_kernel<true> : sample_screened_kernel<false>, dim3(unsigned(slices)),
+                                dim3(kThreads), size_t(s.K) * 2, stream, a, s, int(slices)));
   return {};
 }
 

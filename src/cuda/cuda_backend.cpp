@@ -1186,9 +1186,9 @@ Result<Tensor> CudaBackend::replay(StepGraph& g, const BatchPlan& plan) {
 Result<CudaBackend::StepGraph*> CudaBackend::record(const GraphKey& key, const StepPlanView& view,
                                                     const StepForward& forward) {
   embed_rows_ = 0;
-  screen_armed_ = key.sampled && key.bucket == 1 && options_.lm_head_screen;
   screen_used_.reset();
   PHOTON_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+  screen_armed_ = key.sampled && key.bucket == 1 && options_.lm_head_screen;  // for this forward only
   Result<Tensor> out = forward(view);
   screen_armed_ = false;
   if (out && key.sampled) {

@@ -1,4 +1,5 @@
-// GPU sampling, exactly as docs/sampling.md specifies. Two kernels:
+// GPU sampling, exactly as docs/sampling.md specifies. Two kernels (and the screened draw below,
+// for the LM head screen's one-row steps):
 //  * the one-pass kernel (sampling_gumbel.cu) for batches of at most
 //    kOnePassMaxRows rows, all greedy or Gumbel-max draws without penalties,
 //    min-p or top-n logprobs (the common case): each row is split into
@@ -110,11 +111,12 @@ Status launch_sample_one_pass(const SampleArgs& a, int32_t num_sms, cudaStream_t
 // One greedy or Gumbel-max row (the one-pass kernel's rows) whose logits [V] are the screen's int8
 // product (gemv.cuh, GemvArgs::bound) with per-id bounds: the id drawn is the one the exact bf16
 // logits give. Each block of the one-row one-pass grid scores its 1024 ids by their bounds and keeps
-// those the bounds cannot rule out within its slice (at most kScreenKeep); the last block rescores
-// the survivors with the bf16 head (one warp and one K * 2 byte row each) and corrects the
-// log-sum-exp with their exact logits. The chosen id's logprob is within max bound of the exact
-// one. Bandwidth model: reads V * 8 bytes (logits and bounds), writes and re-reads 288 bytes per
-// slice, reads K * 2 bytes per survivor and 2 K * 2 of x and the norm weights.
+// those the bounds cannot rule out within its slice (at most kScreenKeep; their bf16 rows
+// prefetched into L2), and stages the normed row; the last block rescores the survivors with the
+// bf16 head (one warp and one K * 2 byte row each) and corrects the log-sum-exp with their exact
+// logits. The chosen id's logprob is within max bound of the exact one. Bandwidth model: reads
+// V * 8 bytes (logits and bounds), writes and re-reads 288 bytes per slice, reads K * 4 bytes of x
+// and the norm weights per block from L2 and K * 2 bytes per survivor from DRAM.
 struct ScreenArgs {
   const float* bound = nullptr;          // [V] f32: |logits - exact logits| <= bound
   const void* x = nullptr;               // [K] bf16: the LM head's input row (the residual stream)

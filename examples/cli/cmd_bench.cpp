@@ -148,6 +148,16 @@ Setup open_model(const BenchArgs& a) {
   return s;
 }
 
+// The LM head screen's screened steps and the ids their draws rescored, so far (zeros without CUDA).
+std::pair<int64_t, int64_t> screen_counts(const Backend& b) {
+#if defined(PHOTON_HAVE_CUDA)
+  return {cuda_screened_steps(b), unwrap(cuda_screen_rescored_ids(b))};
+#else
+  (void)b;
+  return {0, 0};
+#endif
+}
+
 void run_bench(const BenchArgs& a) {
   std::vector<std::pair<int32_t, int32_t>> shapes;
   for (const auto& s : a.shapes) shapes.push_back(parse_shape(s));
@@ -208,6 +218,7 @@ void run_bench(const BenchArgs& a) {
   {
     std::vector<double> rates;
     double step_s = 0;
+    const auto screen0 = screen_counts(b);
     for (int32_t r = 0; r < std::max(1, a.repeats / 2); ++r) {
       d.start(1, a.decode_prompt);
       unwrap(d.prefill(a.max_batch_tokens));
@@ -218,6 +229,8 @@ void run_bench(const BenchArgs& a) {
       step_s = t / double(a.decode_tokens - 1);
     }
     const double tok_s = median(rates);
+    const auto screen1 = screen_counts(b);
+    const int64_t screened = screen1.first - screen0.first;
     const double bytes =
         decode_bytes_per_step(c, 1, a.decode_prompt + a.decode_tokens / 2, int8_group,
                               a.weights.int8_lm_head ? int8_group : screen_group);
@@ -227,7 +240,10 @@ void run_bench(const BenchArgs& a) {
                             {"ms_per_token", 1e3 / tok_s},
                             {"bytes_per_step", bytes},
                             {"achieved_GBps", bytes * tok_s / 1e9},
-                            {"floor_tok_s", s.copy_bandwidth > 0 ? s.copy_bandwidth / bytes : 0.0}};
+                            {"floor_tok_s", s.copy_bandwidth > 0 ? s.copy_bandwidth / bytes : 0.0},
+                            {"screened_steps", screened},
+                            {"screen_rescored_ids_per_step",
+                             screened > 0 ? double(screen1.second - screen0.second) / double(screened) : 0.0}};
     (void)step_s;
   }
 

@@ -16,7 +16,8 @@ def one_line(j):
     s = j.get("single_stream", {})
     b = " ".join("B%d %.4f ms %.0f tok/s" % (x["batch"], x["ms_per_step"], x["decode_tok_s"])
                  for x in j.get("batched", []))
-    return "single %.1f tok/s %.4f ms | %s" % (s.get("decode_tok_s", 0), s.get("ms_per_token", 0), b)
+    screen = " rescored %.1f" % s["screen_rescored_ids_per_step"] if s.get("screened_steps", 0) > 0 else ""
+    return "single %.1f tok/s %.4f ms%s | %s" % (s.get("decode_tok_s", 0), s.get("ms_per_token", 0), screen, b)
 
 
 def full(j):
@@ -24,6 +25,8 @@ def full(j):
     print("copy GB/s %.0f peak GiB %.2f" % (j.get("copy_bandwidth_GBps", 0), j.get("peak_device_memory_GiB", 0)))
     print("single %.1f tok/s %.4f ms %.0f GB/s" % (s.get("decode_tok_s", 0), s.get("ms_per_token", 0),
                                                    s.get("achieved_GBps", 0)))
+    if s.get("screened_steps", 0) > 0:
+        print("screened steps %d, rescored ids per step %.1f" % (s["screened_steps"], s["screen_rescored_ids_per_step"]))
     for x in j.get("ttft", []):
         print("ttft %d: %.3f ms %.0f tok/s" % (x["prompt"], x["ttft_ms"], x["prefill_tok_s"]))
     for x in j.get("batched", []):

@@ -309,7 +309,8 @@ class CudaBackend final : public Backend {
         g->row_abs = screen.row_abs.as<const float>();
         if (cuda::gemv_applies(*g)) {
           PHOTON_TRY(cuda::launch_gemv(*g, stream_));
-          screen_used_ = cuda::ScreenArgs{g->bound, x.data, norm_w.data, eps, W.w.data, g->K};
+          screen_used_ = cuda::ScreenArgs{g->bound, x.data, norm_w.data, eps, W.w.data, g->K,
+                                          static_cast<unsigned long long*>(screen_rescored_.data())};
           return {};
         }
       }
@@ -647,6 +648,14 @@ class CudaBackend final : public Backend {
   int64_t sampled_graph_steps() const noexcept { return sampled_graph_steps_; }
   int64_t device_id_steps() const noexcept { return device_id_steps_; }
   int64_t screened_steps() const noexcept { return screened_steps_; }
+  // Waits for the stream, then reads the screened draws' count of rescored ids.
+  Result<int64_t> screen_rescored_ids() const {
+    if (screen_rescored_.data() == nullptr) return int64_t(0);
+    PHOTON_CUDA_TRY(cudaStreamSynchronize(stream_));
+    unsigned long long n = 0;
+    PHOTON_CUDA_TRY(cudaMemcpy(&n, screen_rescored_.data(), sizeof n, cudaMemcpyDeviceToHost));
+    return int64_t(n);
+  }
   int64_t single_pass_attention_launches() const noexcept { return single_pass_attention_launches_; }
 
  protected:
@@ -999,6 +1008,7 @@ class CudaBackend final : public Backend {
   Buffer persistent_partials_;  // decode_layers' attention partials
   Buffer persistent_sync_;      // decode_layers' grid barrier counters (zero between launches)
   Buffer screen_bound_;         // [V] f32: the LM head screen's bounds (rmsnorm_lm_head)
+  Buffer screen_rescored_;      // one u64: the ids the screened draws rescored, summed (ScreenArgs::rescored)
   static constexpr int32_t kScreenGroup = 128;  // the screen's int8 group (lm_head_screen_group)
   bool screen_armed_ = false;   // recording a sampled one-row graph: rmsnorm_lm_head may screen
   std::optional<cuda::ScreenArgs> screen_used_;  // set by rmsnorm_lm_head when it screened
@@ -1187,8 +1197,13 @@ Result<CudaBackend::StepGraph*> CudaBackend::record(const GraphKey& key, const S
                                                     const StepForward& forward) {
   embed_rows_ = 0;
   screen_used_.reset();
+  const bool arm = key.sampled && key.bucket == 1 && options_.lm_head_screen;
+  if (arm && screen_rescored_.data() == nullptr) {  // zeroed once, outside any capture
+    PHOTON_ASSIGN_OR_RETURN(screen_rescored_, allocate(sizeof(unsigned long long)));
+    PHOTON_CUDA_TRY(cudaMemsetAsync(screen_rescored_.data(), 0, sizeof(unsigned long long), stream_));
+  }
   PHOTON_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
-  screen_armed_ = key.sampled && key.bucket == 1 && options_.lm_head_screen;  // for this forward only
+  screen_armed_ = arm;  // for this forward only
   Result<Tensor> out = forward(view);
   screen_armed_ = false;
   if (out && key.sampled) {
@@ -1273,6 +1288,11 @@ int64_t cuda_device_id_steps(const Backend& backend) {
 int64_t cuda_screened_steps(const Backend& backend) {
   const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
   return cuda != nullptr ? cuda->screened_steps() : 0;
+}
+
+Result<int64_t> cuda_screen_rescored_ids(const Backend& backend) {
+  const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
+  return cuda != nullptr ? cuda->screen_rescored_ids() : Result<int64_t>(int64_t(0));
 }
 
 std::string cuda_device_name(const Backend& backend) {

@@ -124,6 +124,7 @@ struct ScreenArgs {
   float eps = 0.f;                       // the final norm's epsilon
   const void* w = nullptr;               // [V, K] bf16: the head the screen quantizes
   int32_t K = 0;
+  unsigned long long* rescored = nullptr;  // optional: += the ids the draw rescored (its last block)
 };
 constexpr int32_t kScreenKeep = 32;
 constexpr int64_t kScreenMaxRowBytes = 32 * 1024;  // K * 2: the last block stages the normed row

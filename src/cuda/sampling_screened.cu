@@ -234,7 +234,9 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   Rescored mine_r{{-INFINITY, INT_MAX}, NAN, 0.f};
   // Rescores cand[0 .. n), sorted by id: warp w takes w, w + kWarps, ... (a fixed order, so the
   // float sums are deterministic).
+  int rescored = 0;  // thread 0: the ids rescore() took
   auto rescore = [&](int n) {
+    rescored += n;
     sort_ids(cand, sorted_tmp, n);
     for (int k = warp; k < n; k += kWarps) {
       const int i = cand[k];
@@ -311,6 +313,7 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   __syncthreads();
   if (tid == 0) {
     a.one_pass_arrivals[0] = 0;  // ready for the next launch
+    if (s.rescored != nullptr) *s.rescored += (unsigned long long)(rescored);
     Rescored best = warp_results[0];
     float corr = best.corr;
     for (int w = 1; w < kWarps; ++w) {

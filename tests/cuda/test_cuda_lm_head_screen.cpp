@@ -146,7 +146,17 @@ ScreenRef screen_in_double(const Head& h) {
 struct Draw {
   int32_t id = -2, status = -2;
   float logprob = 0.f;
+  int64_t rescored = -1;  // screened draws: ScreenArgs::rescored's count
 };
+
+// The ids a screened greedy draw rescores: those whose zt + e reaches the row's best zt - e.
+int64_t greedy_rescored(const std::vector<float>& zt, const std::vector<float>& e) {
+  float best_lo = -INFINITY;
+  for (size_t i = 0; i < zt.size(); ++i) best_lo = std::max(best_lo, zt[i] - e[i]);
+  int64_t n = 0;
+  for (size_t i = 0; i < zt.size(); ++i) n += zt[i] + e[i] >= best_lo ? 1 : 0;
+  return n;
+}
 Draw draw(Backend& b, const Tensor& logits, int64_t V, const cuda::SampleRowParams& p, const cuda::ScreenArgs* screen) {
   const int32_t sms = num_sms();
   const size_t ws = screen != nullptr ? cuda::screened_workspace_bytes(int32_t(V), sms)
@@ -171,9 +181,13 @@ Draw draw(Backend& b, const Tensor& logits, int64_t V, const cuda::SampleRowPara
   a.one_pass = true;
   a.one_pass_partials = partials->data();
   a.one_pass_arrivals = static_cast<int32_t*>(arrivals->data());
+  // arrivals: the counter at 0, the rescored ids' count (u64) at 8, both zero.
+  auto* rescored = reinterpret_cast<unsigned long long*>(static_cast<char*>(arrivals->data()) + 8);
   if (screen != nullptr) {
-    REQUIRE(cuda::sample_screened_applies(a, *screen, sms));
-    REQUIRE(cuda::launch_sample_screened(a, *screen, sms, nullptr).has_value());
+    cuda::ScreenArgs sa = *screen;
+    sa.rescored = rescored;
+    REQUIRE(cuda::sample_screened_applies(a, sa, sms));
+    REQUIRE(cuda::launch_sample_screened(a, sa, sms, nullptr).has_value());
   } else {
     REQUIRE(cuda::launch_sample_one_pass(a, sms, nullptr).has_value());
   }
@@ -183,6 +197,7 @@ Draw draw(Backend& b, const Tensor& logits, int64_t V, const cuda::SampleRowPara
   d.status = download_raw<int32_t>(b, o + 16, 1)[0];
   d.logprob = download_raw<float>(b, o + 32, 1)[0];
   CHECK(download_raw<int32_t>(b, arrivals->data(), 1)[0] == 0);  // left ready for the next launch
+  if (screen != nullptr) d.rescored = int64_t(download_raw<unsigned long long>(b, rescored, 1)[0]);
   return d;
 }
 
@@ -234,9 +249,10 @@ TEST_CASE("cuda LM head screen: the int8 product in bound mode matches its formu
 TEST_CASE("cuda screened draw gives the one-pass kernel's ids over the bf16 head's logits", "[cuda]") {
   // Random heads as Model::create_random draws them (uniform +-1/sqrt(K)), a head with a dominant
   // row, rows in identical pairs (exact ties: the lower id wins), every row identical and x = 0 (every
-  // id a candidate: the last block's scan), and a NaN in x (a bad logit). Greedy rows and
-  // Gumbel-max rows at several temperatures and seeds. Ids and statuses equal; logprobs within the
-  // bound of the ids not rescored (the largest bound).
+  // id a candidate: every block rescores all of its 1024), and a NaN in x (a bad logit). Greedy rows
+  // and Gumbel-max rows at several temperatures and seeds. Ids and statuses equal; logprobs within
+  // the bound of the ids not rescored (the largest bound); at greedy rows, the count of rescored ids
+  // as the host finds it from the screen's logits and bounds.
   auto gpu = cuda_backend({});
   std::mt19937 rng(73);
   enum class Kind { random, dominant, pairs, identical, zero_x, nan_x };
@@ -264,7 +280,7 @@ TEST_CASE("cuda screened draw gives the one-pass kernel's ids over the bf16 head
     (void)exact_logits(*gpu, h, exact_out);
     DeviceTensor zt_out = poisoned(*gpu, DType::f32, {1, c.V}), bound = poisoned(*gpu, DType::f32, {c.V});
     screen_logits(*gpu, h, zt_out, bound);
-    const std::vector<float> eps = download(*gpu, bound.t);
+    const std::vector<float> eps = download(*gpu, bound.t), zt = download(*gpu, zt_out.t);
     float max_bound = 0.f;
     for (float e : eps) max_bound = std::max(max_bound, e);
     const cuda::ScreenArgs screen{bound.t.as<const float>(), h.dx.t.data, h.dg.t.data, kEps, h.dw.t.data,
@@ -285,6 +301,14 @@ TEST_CASE("cuda screened draw gives the one-pass kernel's ids over the bf16 head
             INFO("logprob " << got.logprob << " against " << want.logprob << ", largest bound " << max_bound);
             CHECK(std::abs(got.logprob - want.logprob) <= max_bound + 1e-5f);
             if (c.kind == Kind::random) CHECK(std::abs(got.logprob - want.logprob) < 2e-3f);
+          }
+          if (t == 0.f && want.status == cuda::kSampleOk) {
+            // The ids the bounds cannot rule out, however many (all of them where every row or x
+            // is equal: the last block's scan).
+            const int64_t kept = greedy_rescored(zt, eps);
+            CHECK(got.rescored == kept);
+            if (c.kind == Kind::identical || c.kind == Kind::zero_x) CHECK(kept == c.V);
+            if (c.kind == Kind::random) CHECK(kept < 64);
           }
           if (t == 0.f && (c.kind == Kind::identical || c.kind == Kind::zero_x)) CHECK(got.id == 0);
           if (t == 0.f && c.kind == Kind::pairs) CHECK(got.id % 2 == 0);  // ties go to the lower id
@@ -408,11 +432,18 @@ TEST_CASE("cuda sampled one-row steps with the LM head screen give the tokens of
         std::vector<std::vector<int32_t>> ids_on, ids_off;
         std::vector<std::vector<float>> lp_on, lp_off;
         const int64_t screened_before = cuda_screened_steps(*on);
+        const int64_t rescored_before = cuda_screen_rescored_ids(*on).value();
         run(*on, **mon, overlapped, ids_on, lp_on);
         run(*off, **moff, false, ids_off, lp_off);
         CHECK(cuda_screened_steps(*off) == 0);
-        // Every decode step of one sequence ran screened (the prefill is not graphed).
-        CHECK(cuda_screened_steps(*on) - screened_before == (S == 1 ? kSteps - 1 : 0));
+        CHECK(cuda_screen_rescored_ids(*off).value() == 0);
+        // Every decode step of one sequence ran screened (the prefill is not graphed), each rescoring
+        // at least one id (the best lower bound's) and far fewer than all.
+        const int64_t screened = cuda_screened_steps(*on) - screened_before;
+        const int64_t rescored = cuda_screen_rescored_ids(*on).value() - rescored_before;
+        CHECK(screened == (S == 1 ? kSteps - 1 : 0));
+        CHECK(rescored >= screened);
+        CHECK(rescored <= screened * 64);
         for (int32_t s = 0; s < S; ++s) {
           CAPTURE(s);
           CHECK(ids_on[size_t(s)] == ids_off[size_t(s)]);

@@ -29,10 +29,12 @@ constexpr int kFlagSlow = 4;        // a block kept more than kKeep: the last bl
 // the ids whose upper score reaches its own best lower score (at most kKeep of `count`, in no
 // particular order) with those upper scores.
 struct ScreenPartial {
-  Partial head;  // score = the best lower score, pad[0] = count, pad[1] / pad[2]: entry 0's id / hi bits
+  Partial head;  // score = the best lower score, pad[0] = count
   int ids[kKeep];
   float his[kKeep];
 };
+constexpr int kListHalf = kKeep / 2;  // a list's entries one thread of the last block reads
+static_assert(kListHalf % 4 == 0 && sizeof(Partial) % 16 == 0, "16-byte loads of the lists");
 
 // The bounds of an id's score: greedy, the logit's; else scaled_logit(., T) + g. Both are monotone
 // in the logit, so lo <= the exact score <= hi whenever |exact logit - zt| <= e.
@@ -119,8 +121,7 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   __shared__ int scan[kWarps];
   __shared__ float squares[kWarps];
   __shared__ bool last;
-  __shared__ int kept, cand_n, first_id;
-  __shared__ float first_hi;
+  __shared__ int kept, cand_n;
   __shared__ int cand[kRound], sorted_tmp[kRound];
   __shared__ Rescored warp_results[kWarps];
   extern __shared__ uint4 staged[];  // [K / 8]: y = bf16(x * norm_w)
@@ -179,10 +180,7 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   for (int j = 0; j < 4; ++j)
     if (4 * quad + j < V && hi[j] >= acc.best.v) {
       const int pos = atomicAdd(&kept, 1), id = 4 * quad + j;
-      if (pos == 0) {  // travels in the header, which the last block reads anyway
-        first_id = id;
-        first_hi = hi[j];
-      } else if (pos < kKeep) {
+      if (pos < kKeep) {
         mine.ids[pos] = id;
         mine.his[pos] = hi[j];
         wrote = true;
@@ -195,7 +193,7 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   if (tid == 0) {
     const int count = kept;
     mine.head = Partial{acc.best.v, acc.best.id, acc.max, acc.sum, acc.flags | (count > kKeep ? kFlagSlow : 0),
-                        {count, count > 0 ? first_id : -1, count > 0 ? __float_as_int(first_hi) : 0}};
+                        {count, 0, 0}};
     __threadfence();
     last = atomicAdd(&a.one_pass_arrivals[0], 1) == slices - 1;
   }
@@ -205,21 +203,29 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   // ---- the row's last block ----
   __threadfence();
   constexpr int kSlicesPerThread = 3;  // one_pass_slices: at most 4 blocks per SM, <= 3 * kThreads here
-  int my_count[kSlicesPerThread], my_first[kSlicesPerThread];
-  float my_first_hi[kSlicesPerThread];
   Acc r{{-INFINITY, INT_MAX}, -INFINITY, 0.f, 0};
 #pragma unroll
   for (int u = 0; u < kSlicesPerThread; ++u) {
     const int sl = tid + u * kThreads;
-    my_count[u] = 0;
-    my_first[u] = -1;
-    my_first_hi[u] = -INFINITY;
     if (sl < slices) {
       const Partial* p = &partials[sl].head;  // written by other blocks: read through L2
-      my_count[u] = __ldcg(&p->pad[0]);
-      my_first[u] = __ldcg(&p->pad[1]);
-      my_first_hi[u] = __int_as_float(__ldcg(&p->pad[2]));
       merge(r, Acc{{__ldcg(&p->score), __ldcg(&p->id)}, __ldcg(&p->max), __ldcg(&p->sum), __ldcg(&p->flags)});
+    }
+  }
+  // The lists' first halves (or all of them, where slices <= kThreads / 2), loaded with the headers:
+  // thread t reads slice t / 2's count and entries (t % 2) * kListHalf + [0, kListHalf).
+  const int list_slice = tid >> 1, list_half = tid & 1;
+  int list_count = 0;
+  uint4 list_ids[kListHalf / 4], list_his[kListHalf / 4];
+  if (list_slice < slices) {
+    const ScreenPartial& p = partials[list_slice];
+    list_count = __ldcg(&p.head.pad[0]);
+    const uint4* ids4 = reinterpret_cast<const uint4*>(p.ids + list_half * kListHalf);
+    const uint4* his4 = reinterpret_cast<const uint4*>(p.his + list_half * kListHalf);
+#pragma unroll
+    for (int k = 0; k < kListHalf / 4; ++k) {
+      list_ids[k] = __ldcg(ids4 + k);
+      list_his[k] = __ldcg(his4 + k);
     }
   }
   if (tid == 0) cand_n = 0;
@@ -237,7 +243,7 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   int rescored = 0;  // thread 0: the ids rescore() took
   auto rescore = [&](int n) {
     rescored += n;
-    sort_ids(cand, sorted_tmp, n);
+    if (n > 1) sort_ids(cand, sorted_tmp, n);  // n is the block's: every thread or none
     for (int k = warp; k < n; k += kWarps) {
       const int i = cand[k];
       const float zi = __ldg(l + i);
@@ -252,31 +258,29 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   };
   if (status == kSampleOk) {
     if (!(r.flags & kFlagSlow)) {
-      // The kept ids with hi >= L: every list's entries loaded at once (predicated), then compacted.
+      // The kept ids with hi >= L: the entries loaded with the headers, then any slices past them.
+      auto take = [&](int count, int first, const uint4 (&ids4)[kListHalf / 4], const uint4 (&his4)[kListHalf / 4]) {
 #pragma unroll
-      for (int u = 0; u < kSlicesPerThread; ++u) {
-        const int sl = tid + u * kThreads;
-        if (sl >= slices) continue;
-        const ScreenPartial& p = partials[sl];
-        if (my_count[u] > 0 && my_first_hi[u] >= L) {
-          const int pos = atomicAdd(&cand_n, 1);
-          if (pos < kRound) cand[pos] = my_first[u];
-        }
-        for (int j0 = 1; j0 < my_count[u]; j0 += 8) {
-          int ids[8];
-          float his[8];
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            ids[j] = j0 + j < my_count[u] ? __ldcg(&p.ids[j0 + j]) : -1;
-            his[j] = j0 + j < my_count[u] ? __ldcg(&p.his[j0 + j]) : -INFINITY;
+        for (int k = 0; k < kListHalf; ++k) {
+          const uint32_t* iw = reinterpret_cast<const uint32_t*>(&ids4[k / 4]);
+          const uint32_t* hw = reinterpret_cast<const uint32_t*>(&his4[k / 4]);
+          if (first + k < count && __uint_as_float(hw[k % 4]) >= L) {
+            const int pos = atomicAdd(&cand_n, 1);
+            if (pos < kRound) cand[pos] = int(iw[k % 4]);
           }
-#pragma unroll
-          for (int j = 0; j < 8; ++j)
-            if (ids[j] >= 0 && his[j] >= L) {
-              const int pos = atomicAdd(&cand_n, 1);
-              if (pos < kRound) cand[pos] = ids[j];
-            }
         }
+      };
+      if (list_slice < slices) take(min(list_count, kKeep), list_half * kListHalf, list_ids, list_his);
+      for (int t = tid + kThreads; t < 2 * slices; t += kThreads) {  // slices > kThreads / 2 only
+        const ScreenPartial& p = partials[t >> 1];
+        const int h = t & 1;
+        uint4 ids4[kListHalf / 4], his4[kListHalf / 4];
+#pragma unroll
+        for (int k = 0; k < kListHalf / 4; ++k) {
+          ids4[k] = __ldcg(reinterpret_cast<const uint4*>(p.ids + h * kListHalf) + k);
+          his4[k] = __ldcg(reinterpret_cast<const uint4*>(p.his + h * kListHalf) + k);
+        }
+        take(min(__ldcg(&p.head.pad[0]), kKeep), h * kListHalf, ids4, his4);
       }
       __syncthreads();
       const int n = cand_n;

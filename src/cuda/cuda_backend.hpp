@@ -181,9 +181,9 @@ int64_t cuda_device_id_steps(const Backend& backend);
 // Sampled graph steps whose LM head ran through the screen (CudaBackendOptions::lm_head_screen); 0
 // for other backends.
 int64_t cuda_screened_steps(const Backend& backend);
-// The ids those steps' draws rescored with the bf16 head, summed (the ids each block of the screened
-// draw could not rule out; docs/lm-head-screen.md). Waits for the backend's stream; 0 for other
-// backends and before the first screened step.
+// The ids those steps' draws rescored with the bf16 head, summed (the ids whose score bounds could
+// not rule them out against the row's best lower bound; docs/lm-head-screen.md). Waits for the
+// backend's stream; 0 for other backends and before the first screened step.
 Result<int64_t> cuda_screen_rescored_ids(const Backend& backend);
 // Decode attention launches a CUDA backend made with the single-pass kernel
 // (CudaBackendOptions::attention_single_pass_heads; eager launches and graph captures, not

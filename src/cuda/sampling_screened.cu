@@ -212,8 +212,9 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
       merge(r, Acc{{__ldcg(&p->score), __ldcg(&p->id)}, __ldcg(&p->max), __ldcg(&p->sum), __ldcg(&p->flags)});
     }
   }
-  // The lists' first halves (or all of them, where slices <= kThreads / 2), loaded with the headers:
-  // thread t reads slice t / 2's count and entries (t % 2) * kListHalf + [0, kListHalf).
+  // The lists of the first kThreads / 2 slices (all of them where slices <= kThreads / 2), loaded
+  // with the headers: thread t reads slice t / 2's count and entries (t % 2) * kListHalf + [0,
+  // kListHalf).
   const int list_slice = tid >> 1, list_half = tid & 1;
   int list_count = 0;
   uint4 list_ids[kListHalf / 4], list_his[kListHalf / 4];

@@ -249,7 +249,7 @@ TEST_CASE("cuda LM head screen: the int8 product in bound mode matches its formu
 TEST_CASE("cuda screened draw gives the one-pass kernel's ids over the bf16 head's logits", "[cuda]") {
   // Random heads as Model::create_random draws them (uniform +-1/sqrt(K)), a head with a dominant
   // row, rows in identical pairs (exact ties: the lower id wins), every row identical and x = 0 (every
-  // id a candidate: every block rescores all of its 1024), and a NaN in x (a bad logit). Greedy rows
+  // id a candidate: the last block's scan), and a NaN in x (a bad logit). Greedy rows
   // and Gumbel-max rows at several temperatures and seeds. Ids and statuses equal; logprobs within
   // the bound of the ids not rescored (the largest bound); at greedy rows, the count of rescored ids
   // as the host finds it from the screen's logits and bounds.

@@ -98,6 +98,7 @@ class CudaBackend final : public Backend {
 
   Status init() {
     if (options_.preload_kernels) PHOTON_TRY(cuda::preload_kernel_modules());
+    if (options_.plan_copy_stream) PHOTON_TRY(staging_.enable_copy_stream());
     PHOTON_ASSIGN_OR_RETURN(gemm_workspace_, allocate(options_.gemm_workspace_bytes));
     PHOTON_ASSIGN_OR_RETURN(gemm_, cuda::Gemm::create(gemm_workspace_.data(), gemm_workspace_.size()));
     PHOTON_ASSIGN_OR_RETURN(sampler_, cuda::Sampler::create(*this, compute_major_, num_sms_, stream_));
@@ -924,12 +925,17 @@ class CudaBackend final : public Backend {
   struct GraphKey {
     int32_t bucket, width;
     bool sampled = false;  // the graph ends with the one-pass sampler (run_step_sampled)
+    int32_t region = 0;    // the plan region it reads (PlanStaging; sampled graphs alternate)
     bool operator<(const GraphKey& o) const {
       if (bucket != o.bucket) return bucket < o.bucket;
       if (width != o.width) return width < o.width;
-      return sampled < o.sampled;
+      if (sampled != o.sampled) return sampled < o.sampled;
+      return region < o.region;
     }
   };
+  // The region a sampled graph's sampler stores the next step's ids in: the other one when
+  // sampled graph steps alternate regions (plan_copy_stream), else its own.
+  int32_t next_ids_region(int32_t region) const { return options_.plan_copy_stream ? 1 - region : region; }
   // A decode-only plan that graphs serve: its key (bucket, block-table width), else nullopt.
   std::optional<GraphKey> graph_key(const BatchPlan& plan) const;
   // The key of the graph that ends with the sampler for (plan, batch), where one serves them
@@ -939,6 +945,7 @@ class CudaBackend final : public Backend {
     if (!key || batch.num_rows != plan.num_seqs() || !has_out || !sampler_->graph_eligible(batch, key->bucket))
       return std::nullopt;
     key->sampled = true;
+    key->region = next_region_;
     return key;
   }
   struct StepGraph {
@@ -1026,6 +1033,7 @@ class CudaBackend final : public Backend {
   std::deque<LaunchedStep> launched_;  // oldest first; at most two
   std::array<cudaEvent_t, 2> done_events_{};  // graph steps' completion events, one per result slot
   int32_t next_slot_ = 0;  // the sampler result slot of the next graph step
+  int32_t next_region_ = 0;  // the plan region of the next sampled graph step
   // The last launched step was a graph step whose sampler stored its `ids_rows` ids as the graph
   // buffer's input ids (the next graph step may take them where they are).
   int32_t ids_rows_ = 0;
@@ -1048,7 +1056,7 @@ Result<Tensor> CudaBackend::run_step(const BatchPlan& plan, const StepForward& f
   const std::optional<GraphKey> key = graph_key(plan);
   ids_rows_ = 0;  // a plan staged here replaces the graph buffer's input ids
   if (!key) return Backend::run_step(plan, forward);
-  PHOTON_ASSIGN_OR_RETURN(const StepPlanView view, staging_.stage_padded(plan, key->bucket, key->width));
+  PHOTON_ASSIGN_OR_RETURN(const StepPlanView view, staging_.stage_padded(plan, key->bucket, key->width, key->region));
   auto it = graphs_.find(*key);
   if (it != graphs_.end()) {
     if (it->second.alloc_generation == alloc_.generation() && it->second.plan_epoch == staging_.graph_buffer_epoch())
@@ -1094,10 +1102,20 @@ Result<void> CudaBackend::launch_step_sampled(const BatchPlan& plan, const StepF
         drop_graph(it);
     }
   }
-  // The previous graph step left these ids in the graph buffer: take them there, without waiting.
+  const uint64_t epoch = staging_.graph_buffer_epoch();  // the buffers the step before's sampler wrote
+  if (key && g == nullptr) {
+    // Recording launches nothing and needs only the plan's addresses: ids the step before has not
+    // sampled yet are left out of the staging (the launch below stages the plan again).
+    PHOTON_TRY(sampler_->prepare_graph());
+    PHOTON_ASSIGN_OR_RETURN(const StepPlanView view,
+                            staging_.stage_padded(plan, key->bucket, key->width, key->region, {}, takes_ids));
+    PHOTON_ASSIGN_OR_RETURN(g, record(*key, view, forward));
+  }
+  // The previous graph step left these ids in this graph's plan region: take them there, without
+  // waiting.
   const bool ids_on_device = takes_ids && in_place && g != nullptr && ids_rows_ >= plan.num_tokens() &&
                              launched_.back().graph && launched_.back().rows >= plan.num_tokens() &&
-                             g->embed_rows >= g->result.dim(1);
+                             g->embed_rows >= g->result.dim(1) && staging_.graph_buffer_epoch() == epoch;
   const BatchPlan* p = &plan;
   BatchPlan resolved;
   if (takes_ids && !ids_on_device) {  // wait for the previous step and take its ids on the host
@@ -1113,11 +1131,6 @@ Result<void> CudaBackend::launch_step_sampled(const BatchPlan& plan, const StepF
     PHOTON_TRY(resolved.take_previous_ids(prev_rows, std::span<const int32_t>(prev.out.token_ids, size_t(prev.rows))));
     p = &resolved;
   }
-  if (key && g == nullptr) {
-    PHOTON_TRY(sampler_->prepare_graph());
-    PHOTON_ASSIGN_OR_RETURN(const StepPlanView view, staging_.stage_padded(*p, key->bucket, key->width));
-    PHOTON_ASSIGN_OR_RETURN(g, record(*key, view, forward));
-  }
   if (g == nullptr) {  // not a graph step (or it cannot be captured): run it here
     launched_.push_back(ran_here(Backend::run_step_sampled(*p, forward, batch, out), batch, out));
     ids_rows_ = 0;
@@ -1132,7 +1145,7 @@ Result<void> CudaBackend::launch_graph_step(const GraphKey& key, StepGraph& g, c
   std::array<cuda::SampleRowParams, cuda::kOnePassMaxRows> params;
   const int32_t slot = next_slot_;
   PHOTON_TRY(sampler_->graph_params(batch, g.result.dim(1), key.bucket, slot, params.data()));
-  PHOTON_TRY(staging_.stage_padded(plan, key.bucket, key.width,
+  PHOTON_TRY(staging_.stage_padded(plan, key.bucket, key.width, key.region,
                                    std::as_bytes(std::span(params.data(), size_t(key.bucket))), ids_on_device));
   PHOTON_TRY(check_replay(g));
   cudaEvent_t& done = done_events_[size_t(slot)];
@@ -1152,6 +1165,7 @@ Result<void> CudaBackend::launch_graph_step(const GraphKey& key, StepGraph& g, c
   step.out = out;
   launched_.push_back(step);
   next_slot_ = 1 - slot;
+  next_region_ = next_ids_region(key.region);
   ids_rows_ = key.bucket;
   if (step_trace_) PHOTON_TRY(step_trace_->end(stream_, sampled_graph_steps_, plan.num_seqs()));
   return {};
@@ -1207,8 +1221,8 @@ Result<CudaBackend::StepGraph*> CudaBackend::record(const GraphKey& key, const S
   Result<Tensor> out = forward(view);
   screen_armed_ = false;
   if (out && key.sampled) {
-    const auto* params = static_cast<const cuda::SampleRowParams*>(staging_.graph_side());
-    if (Status st = sampler_->launch_in_graph(*out, params, staging_.graph_input_ids(),
+    const auto* params = static_cast<const cuda::SampleRowParams*>(staging_.graph_side(key.region));
+    if (Status st = sampler_->launch_in_graph(*out, params, staging_.graph_input_ids(next_ids_region(key.region)),
                                               screen_used_ ? &*screen_used_ : nullptr);
         !st)
       out = Unexpected{std::move(st).error()};
@@ -1369,6 +1383,7 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   if (const char* e = std::getenv("PHOTON_CUDA_PERSISTENT_INFLIGHT"); e != nullptr && e[0] >= '0' && e[0] <= '9')
     opts.persistent_max_in_flight = int32_t(std::atoi(e));
   override_from_env("PHOTON_CUDA_SAMPLE_IN_GRAPH", opts.sample_in_graph);
+  override_from_env("PHOTON_CUDA_PLAN_COPY_STREAM", opts.plan_copy_stream);
   override_from_env("PHOTON_CUDA_LM_HEAD_SCREEN", opts.lm_head_screen);
   override_from_env("PHOTON_CUDA_GEMV_NORM", opts.gemv_norm);
   override_from_env("PHOTON_CUDA_GEMV_STAGE_X", opts.gemv_stage_x);

@@ -102,6 +102,12 @@ struct CudaBackendOptions {
   // no top-n logprobs): the sampler launches with PDL after the LM head inside the graph, and its
   // row parameters travel in the plan's copy. PHOTON_CUDA_SAMPLE_IN_GRAPH=0 / 1 overrides it.
   bool sample_in_graph = true;
+  // Sampled decode graph steps alternate between two plan regions, and a step's plan is copied on
+  // a side stream while the step before runs (it waits only for the step that last read its
+  // region), so no copy sits between two steps' graphs (cuda/plan_staging.hpp;
+  // docs/step-overlap.md, "The plan copy off the stream"). Off: one region, every copy on the
+  // backend's stream after the step before. PHOTON_CUDA_PLAN_COPY_STREAM=0 / 1 overrides it.
+  bool plan_copy_stream = true;
   // The LM head screen (docs/lm-head-screen.md): the loader keeps an int8 copy of a bf16 head
   // (group 128; heads of K % 1024 == 0, K <= 16384, and up to ~540k ids), and sampled one-row
   // decode graphs (sample_in_graph) stream it instead of the bf16 head, then draw exactly by

@@ -46,28 +46,64 @@ void record_ids(const BatchPlan& plan, StagedPlanInfo& info) {
 }  // namespace
 
 PlanStaging::~PlanStaging() {
-  if (copied_ != nullptr) {
-    cudaEventSynchronize(copied_);
-    cudaEventDestroy(copied_);
+  for (HostBuffer* h : {&host_tight_, &host_graph_[0], &host_graph_[1]}) {
+    if (h->copied != nullptr) {
+      cudaEventSynchronize(h->copied);
+      cudaEventDestroy(h->copied);
+    }
+    if (h->p != nullptr) cudaFreeHost(h->p);
   }
-  if (host_ != nullptr) cudaFreeHost(host_);
+  for (cudaEvent_t e : read_done_)
+    if (e != nullptr) cudaEventDestroy(e);
+  if (tail_ != nullptr) cudaEventDestroy(tail_);
+  if (copy_stream_ != nullptr) {
+    cudaStreamSynchronize(copy_stream_);
+    cudaStreamDestroy(copy_stream_);
+  }
   alloc_.release(tight_.device);
-  alloc_.release(graph_.device);
+  for (Region& r : graph_) alloc_.release(r.device);
 }
 
-Status PlanStaging::ensure_host(size_t bytes) {
-  if (copied_ == nullptr) PHOTON_CUDA_TRY(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
-  PHOTON_CUDA_TRY(cudaEventSynchronize(copied_));  // the previous upload has left host_
-  if (bytes <= host_bytes_) return {};
-  if (host_ != nullptr) PHOTON_CUDA_TRY(cudaFreeHost(host_));
-  host_ = nullptr;
-  host_bytes_ = 0;
+Status PlanStaging::enable_copy_stream() {
+  if (copy_stream_ != nullptr) return {};
+  if (last_region_ >= 0) return fail(Errc::internal, "stage_plan: the copy stream must be enabled before staging");
+  PHOTON_CUDA_TRY(cudaEventCreateWithFlags(&tail_, cudaEventDisableTiming));
+  for (cudaEvent_t& e : read_done_) PHOTON_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  PHOTON_CUDA_TRY(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+  return {};
+}
+
+Status PlanStaging::ensure_host(HostBuffer& h, size_t bytes) {
+  if (h.copied == nullptr) PHOTON_CUDA_TRY(cudaEventCreateWithFlags(&h.copied, cudaEventDisableTiming));
+  PHOTON_CUDA_TRY(cudaEventSynchronize(h.copied));  // the previous upload has left h.p
+  if (bytes <= h.bytes) return {};
+  if (h.p != nullptr) PHOTON_CUDA_TRY(cudaFreeHost(h.p));
+  h.p = nullptr;
+  h.bytes = 0;
   const size_t grown = std::max(bytes, size_t(64) << 10) * 3 / 2;
   void* p = nullptr;
   PHOTON_CUDA_TRY(cudaMallocHost(&p, grown));
-  host_ = static_cast<int32_t*>(p);
-  host_bytes_ = grown;
+  h.p = static_cast<int32_t*>(p);
+  h.bytes = grown;
   return {};
+}
+
+Result<cudaStream_t> PlanStaging::order_copy(int32_t region, bool ids_on_device) {
+  // ids_on_device: the copy leaves the ids region alone, and the region's memory has not moved
+  // (new memory may be a released buffer that launches in flight still use).
+  const int32_t last = last_region_;
+  last_region_ = region;
+  if (copy_stream_ == nullptr) return stream_;
+  // Everything launched since the last stage_padded read the last staged region (and earlier
+  // regions' readers come before it in stream order).
+  if (last >= 0) PHOTON_CUDA_TRY(cudaEventRecord(read_done_[size_t(last)], stream_));
+  if (ids_on_device && last >= 0 && last != region) {
+    PHOTON_CUDA_TRY(cudaStreamWaitEvent(copy_stream_, read_done_[size_t(region)]));
+  } else {
+    PHOTON_CUDA_TRY(cudaEventRecord(tail_, stream_));
+    PHOTON_CUDA_TRY(cudaStreamWaitEvent(copy_stream_, tail_));
+  }
+  return copy_stream_;
 }
 
 Status PlanStaging::ensure_device(Region& r, size_t bytes) {
@@ -88,9 +124,10 @@ Result<StepPlanView> PlanStaging::stage(const BatchPlan& plan) {
   const size_t o_ids = 0, o_pos = align_ints(T), o_qs = o_pos + align_ints(T), o_ctx = o_qs + align_ints(S + 1),
                o_bt = o_ctx + align_ints(S), o_slot = o_bt + align_ints(S * W), o_rows = o_slot + align_ints(T),
                total = o_rows + align_ints(R);
-  PHOTON_TRY(ensure_host(total * 4));
+  PHOTON_TRY(ensure_host(host_tight_, total * 4));
+  int32_t* const hp = host_tight_.p;
   auto put = [&](size_t off, const std::vector<int32_t>& v) {
-    if (!v.empty()) std::memcpy(host_ + off, v.data(), v.size() * 4);
+    if (!v.empty()) std::memcpy(hp + off, v.data(), v.size() * 4);
   };
   put(o_ids, plan.input_ids);
   put(o_pos, plan.positions);
@@ -100,8 +137,8 @@ Result<StepPlanView> PlanStaging::stage(const BatchPlan& plan) {
   put(o_slot, plan.slot_mapping);
   put(o_rows, plan.logits_rows);
   PHOTON_TRY(ensure_device(tight_, total * 4));
-  PHOTON_CUDA_TRY(cudaMemcpyAsync(tight_.device, host_, total * 4, cudaMemcpyHostToDevice, stream_));
-  PHOTON_CUDA_TRY(cudaEventRecord(copied_, stream_));
+  PHOTON_CUDA_TRY(cudaMemcpyAsync(tight_.device, hp, total * 4, cudaMemcpyHostToDevice, stream_));
+  PHOTON_CUDA_TRY(cudaEventRecord(host_tight_.copied, stream_));
 
   const int32_t* d = static_cast<const int32_t*>(tight_.device);
   StepPlanView v;
@@ -126,11 +163,11 @@ Result<StepPlanView> PlanStaging::stage(const BatchPlan& plan) {
   info_.num_tokens = v.num_tokens;
   info_.num_seqs = v.num_seqs;
   info_.max_blocks_per_seq = v.max_blocks_per_seq;
-  info_.positions = host_ + o_pos;
-  info_.query_start = host_ + o_qs;
-  info_.context_lens = host_ + o_ctx;
-  info_.block_tables = host_ + o_bt;
-  info_.slot_mapping = host_ + o_slot;
+  info_.positions = hp + o_pos;
+  info_.query_start = hp + o_qs;
+  info_.context_lens = hp + o_ctx;
+  info_.block_tables = hp + o_bt;
+  info_.slot_mapping = hp + o_slot;
   checked_block_size_ = 0;
   return v;
 }
@@ -146,14 +183,16 @@ struct PaddedLayout {
 };
 }  // namespace
 
-const void* PlanStaging::graph_side() const noexcept {
-  if (graph_.device == nullptr) return nullptr;
-  return static_cast<const int32_t*>(graph_.device) + PaddedLayout(size_t(graph_capacity_)).side;
+const void* PlanStaging::graph_side(int32_t region) const noexcept {
+  const void* d = graph_[size_t(region)].device;
+  if (d == nullptr) return nullptr;
+  return static_cast<const int32_t*>(d) + PaddedLayout(size_t(graph_capacity_)).side;
 }
 
-Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bucket, int32_t width,
+Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bucket, int32_t width, int32_t region,
                                                std::span<const std::byte> side, bool ids_on_device) {
   PHOTON_TRY(check_plan(plan));
+  if (region < 0 || region >= kRegions) return fail(Errc::internal, "stage_plan: no such graph region");
   if (bucket <= 0 || side.size() % size_t(bucket) != 0 || side.size() / size_t(bucket) > kSideRowBytes)
     return fail(Errc::internal, "stage_plan: the side payload must be bucket rows of at most 64 bytes");
   const int32_t S = plan.num_seqs();
@@ -162,11 +201,14 @@ Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bu
   for (int32_t s = 0; s < S; ++s)
     if (plan.logits_rows[size_t(s)] != s)
       return fail(Errc::internal, "stage_plan: a padded plan must want the logits of every sequence in order");
-  if (bucket > graph_capacity_ || width > graph_width_) {
+  const bool moves = bucket > graph_capacity_ || width > graph_width_;
+  if (moves) {
     graph_capacity_ = std::max(graph_capacity_, bucket);
     graph_width_ = std::max(graph_width_, width);
-    alloc_.release(graph_.device);
-    graph_ = Region{};
+    for (Region& r : graph_) {
+      alloc_.release(r.device);
+      r = Region{};
+    }
     ++graph_epoch_;
   }
   const size_t C = size_t(graph_capacity_), B = size_t(bucket), Wd = size_t(width);
@@ -176,33 +218,39 @@ Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bu
                o_bt = L.bt;
   const size_t capacity_ints = o_bt + C * size_t(graph_width_);
   const size_t used_ints = o_bt + B * Wd;
-  PHOTON_TRY(ensure_host(capacity_ints * 4));
+  HostBuffer& host = host_graph_[size_t(region)];
+  PHOTON_TRY(ensure_host(host, capacity_ints * 4));
+  int32_t* const hp = host.p;
   for (size_t i = 0; i < B; ++i) {
     const bool real = i < size_t(S);
-    host_[o_ids + i] = real ? plan.input_ids[i] : 0;
-    host_[o_pos + i] = real ? plan.positions[i] : 0;
-    host_[o_ctx + i] = real ? plan.context_lens[i] : 0;
-    host_[o_slot + i] = real ? plan.slot_mapping[i] : -1;
-    host_[o_rows + i] = int32_t(i);
-    host_[o_qs + i] = int32_t(i);
-    int32_t* row = host_ + o_bt + i * Wd;
+    hp[o_ids + i] = real ? plan.input_ids[i] : 0;
+    hp[o_pos + i] = real ? plan.positions[i] : 0;
+    hp[o_ctx + i] = real ? plan.context_lens[i] : 0;
+    hp[o_slot + i] = real ? plan.slot_mapping[i] : -1;
+    hp[o_rows + i] = int32_t(i);
+    hp[o_qs + i] = int32_t(i);
+    int32_t* row = hp + o_bt + i * Wd;
     size_t b = 0;
     if (real)
       for (; b < Wp; ++b) row[b] = plan.block_tables[i * Wp + b];
     for (; b < Wd; ++b) row[b] = -1;
   }
-  host_[o_qs + B] = int32_t(B);
-  if (!side.empty()) std::memcpy(host_ + L.side, side.data(), side.size());  // rows packed: [bucket][row bytes]
-  if (graph_.device == nullptr) {
-    PHOTON_ASSIGN_OR_RETURN(graph_.device, alloc_.allocate(capacity_ints * 4));
-    graph_.bytes = capacity_ints * 4;
-  }
+  hp[o_qs + B] = int32_t(B);
+  if (!side.empty()) std::memcpy(hp + L.side, side.data(), side.size());  // rows packed: [bucket][row bytes]
+  for (Region& r : graph_)  // both at once: a sampled graph stores ids into the other region
+    if (r.device == nullptr) {
+      PHOTON_ASSIGN_OR_RETURN(r.device, alloc_.allocate(capacity_ints * 4));
+      r.bytes = capacity_ints * 4;
+    }
+  Region& dev = graph_[size_t(region)];
   const size_t first = ids_on_device ? o_pos : 0;  // the ids region comes first
-  PHOTON_CUDA_TRY(cudaMemcpyAsync(static_cast<int32_t*>(graph_.device) + first, host_ + first,
-                                  (used_ints - first) * 4, cudaMemcpyHostToDevice, stream_));
-  PHOTON_CUDA_TRY(cudaEventRecord(copied_, stream_));
+  PHOTON_ASSIGN_OR_RETURN(const cudaStream_t copy, order_copy(region, ids_on_device && !moves));
+  PHOTON_CUDA_TRY(cudaMemcpyAsync(static_cast<int32_t*>(dev.device) + first, hp + first, (used_ints - first) * 4,
+                                  cudaMemcpyHostToDevice, copy));
+  PHOTON_CUDA_TRY(cudaEventRecord(host.copied, copy));
+  if (copy != stream_) PHOTON_CUDA_TRY(cudaStreamWaitEvent(stream_, host.copied));
 
-  const int32_t* d = static_cast<const int32_t*>(graph_.device);
+  const int32_t* d = static_cast<const int32_t*>(dev.device);
   StepPlanView v;
   v.num_tokens = bucket;
   v.num_seqs = bucket;
@@ -228,11 +276,11 @@ Result<StepPlanView> PlanStaging::stage_padded(const BatchPlan& plan, int32_t bu
   info_.num_tokens = bucket;
   info_.num_seqs = bucket;
   info_.max_blocks_per_seq = width;
-  info_.positions = host_ + o_pos;
-  info_.query_start = host_ + o_qs;
-  info_.context_lens = host_ + o_ctx;
-  info_.block_tables = host_ + o_bt;
-  info_.slot_mapping = host_ + o_slot;
+  info_.positions = hp + o_pos;
+  info_.query_start = hp + o_qs;
+  info_.context_lens = hp + o_ctx;
+  info_.block_tables = hp + o_bt;
+  info_.slot_mapping = hp + o_slot;
   checked_block_size_ = 0;
   return v;
 }

@@ -5,13 +5,24 @@
 //
 // Two layouts: stage() packs the arrays tightly into a buffer that grows when
 // a plan is larger; stage_padded() writes a decode-only plan, padded to a
-// batch-size bucket, at fixed offsets of a fixed buffer, so CUDA graphs
-// captured over it stay valid from step to step.
+// batch-size bucket, at fixed offsets of one of two fixed graph regions, so
+// CUDA graphs captured over a region stay valid from step to step.
+//
+// Copy ordering. Without a copy stream every copy runs on the backend's stream,
+// after the work launched before it (the GPU idles for the DMA between two
+// graphs). With one (enable_copy_stream), a graph region's copy runs on a side
+// stream as soon as the launches that read that region before have finished,
+// and the backend's stream waits for the copy's event: a step that alternates
+// regions (step N reads region r while step N + 1's plan is copied into
+// 1 - r) has no copy between its graphs (docs/step-overlap.md, "The plan copy
+// off the stream"). A copy that writes the ids region waits for everything
+// launched before it (a sampled graph in flight may store ids there).
 // Thread-compatibility: one thread at a time (the backend's).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -41,6 +52,9 @@ class PlanStaging {
  public:
   PlanStaging(DeviceAllocator& alloc, cudaStream_t stream) : alloc_(alloc), stream_(stream) {}
   ~PlanStaging();
+  // Graph regions' copies from now on go through a side stream (see above). Once, before staging.
+  Status enable_copy_stream();
+  static constexpr int32_t kRegions = 2;
   PlanStaging(const PlanStaging&) = delete;
   PlanStaging& operator=(const PlanStaging&) = delete;
 
@@ -48,27 +62,31 @@ class PlanStaging {
   Result<StepPlanView> stage(const BatchPlan& plan);
   // A decode-only plan (every sequence one token, logits_rows[i] == i) padded
   // to `bucket` sequences (padding: token 0, context 0, slot -1) with block
-  // tables `width` wide. The device addresses depend only on (capacity,
-  // max_width) of the graph buffer, which grows (and moves) only when asked
-  // for more than it holds; graph_buffer_epoch() counts those moves.
+  // tables `width` wide, into graph region `region` (0 or 1). The device addresses depend only on
+  // (region, capacity, max_width) of the graph buffers, which grow (and move) only when asked
+  // for more than they hold; graph_buffer_epoch() counts those moves.
   // side: an optional per-row payload of the step (the graph sampler's row parameters), `bucket`
   // rows of side.size() / bucket <= kSideRowBytes bytes each, packed, that travels in the same
   // copy into a fixed region at graph_side() (16-byte aligned; valid while graph_buffer_epoch()
   // holds; padding rows included in `side`).
-  // ids_on_device: the graph buffer's input ids already hold this step's ids (the previous
-  // sampled graph's sampler wrote them there, CudaBackend::launch_step_sampled); plan.input_ids is
-  // neither checked nor copied, and the info's id range is empty.
-  Result<StepPlanView> stage_padded(const BatchPlan& plan, int32_t bucket, int32_t width,
+  // ids_on_device: the region's input ids already hold this step's ids (the previous
+  // sampled graph's sampler wrote them there, CudaBackend::launch_step_sampled), or the staging is
+  // for a graph recording that needs only the addresses; plan.input_ids is neither checked nor
+  // copied, and the info's id range is empty. When the buffers move, graph_buffer_epoch() changes
+  // and the region's ids are stale.
+  Result<StepPlanView> stage_padded(const BatchPlan& plan, int32_t bucket, int32_t width, int32_t region,
                                     std::span<const std::byte> side = {}, bool ids_on_device = false);
   uint64_t graph_buffer_epoch() const noexcept { return graph_epoch_; }
   static constexpr size_t kSideRowBytes = 64;
-  // Device address of the side region (fixed offset in the graph buffer); null before the first
-  // stage_padded.
-  const void* graph_side() const noexcept;
-  // Device address of the graph buffer's input ids ([capacity]; fixed while graph_buffer_epoch()
-  // holds; null before the first stage_padded): a sampled graph's sampler stores the next step's
-  // ids there.
-  int32_t* graph_input_ids() noexcept { return static_cast<int32_t*>(graph_.device); }
+  // Device address of a region's side payload (fixed offset in the region); null before the
+  // first stage_padded.
+  const void* graph_side(int32_t region) const noexcept;
+  // Device address of a region's input ids ([capacity]; fixed while graph_buffer_epoch() holds;
+  // null before the first stage_padded): a sampled graph's sampler stores the next step's ids
+  // there.
+  int32_t* graph_input_ids(int32_t region) noexcept {
+    return static_cast<int32_t*>(graph_[size_t(region)].device);
+  }
 
   const StagedPlanInfo& info() const noexcept { return info_; }
   // Whether `view` is the last staged plan (ops accept no other).
@@ -88,17 +106,28 @@ class PlanStaging {
     void* device = nullptr;
     size_t bytes = 0;
   };
-  Status ensure_host(size_t bytes);
+  // Pinned staging memory of one layout (the tight one, each graph region): rewritten only after
+  // its last upload left it.
+  struct HostBuffer {
+    int32_t* p = nullptr;
+    size_t bytes = 0;
+    cudaEvent_t copied = nullptr;  // the last upload out of p finished
+  };
+  Status ensure_host(HostBuffer& h, size_t bytes);
   Status ensure_device(Region& r, size_t bytes);
-  Result<StepPlanView> upload(Region& r, size_t bytes, StepPlanView view);
+  // Orders a graph region's copy (see the class comment); returns the stream it goes on.
+  Result<cudaStream_t> order_copy(int32_t region, bool ids_on_device);
 
   DeviceAllocator& alloc_;
   cudaStream_t stream_;
-  int32_t* host_ = nullptr;  // pinned staging memory
-  size_t host_bytes_ = 0;
-  cudaEvent_t copied_ = nullptr;  // the last upload out of host_ finished
+  cudaStream_t copy_stream_ = nullptr;  // enable_copy_stream: graph regions' copies
+  cudaEvent_t tail_ = nullptr;          // copy stream: stream_'s work at the last stage_padded
+  std::array<cudaEvent_t, kRegions> read_done_{};  // copy stream: the launches that read a region
+  int32_t last_region_ = -1;                       // the region of the last stage_padded
+  HostBuffer host_tight_;
+  std::array<HostBuffer, kRegions> host_graph_{};
   Region tight_;
-  Region graph_;
+  std::array<Region, kRegions> graph_{};
   int32_t graph_capacity_ = 0, graph_width_ = 0;
   uint64_t graph_epoch_ = 0;
   StagedPlanInfo info_;

@@ -357,12 +357,16 @@ TEST_CASE("cuda sampler inside the decode graph gives the tokens of a separate s
 // (run_step_sampled) on a second backend: the kernels are the same, so ids and logprobs must be
 // equal. The sequences go in order (the ids stay in the graph buffer: the device path) except every
 // fifth step, which lists them in reverse (the backend waits and takes the ids on the host), and the
-// step after it; the first decode step takes the eager prefill's samples (on the host, too). 1, 3 and 17 sequences, greedy and seeded rows. Then misuse: a finish with nothing
-// launched, prev_rows with nothing launched or of the wrong size, a row outside the previous step,
-// a third launch.
+// step after it; the first decode step takes the eager prefill's samples (on the host, too). 1, 3 and 17 sequences, greedy and seeded rows.
+// The overlapped backend copies each plan on its side stream into alternating plan regions
+// (CudaBackendOptions::plan_copy_stream), the reference on its stream into one. Then two steps
+// with the host's ids, the second launched while the first (whose sampler stores its ids into the
+// second's plan region) is in flight: the second must read the host's ids. Then misuse: a finish
+// with nothing launched, prev_rows with nothing launched or of the wrong size, a row outside the
+// previous step, a third launch.
 TEST_CASE("cuda overlapped decode steps give the tokens of steps run one at a time", "[cuda]") {
   auto over = cuda_backend({});
-  auto ref = cuda_backend({});
+  auto ref = cuda_backend(CudaBackendOptions{.plan_copy_stream = false});
   const std::string dir = golden_dir("llama3-tiny");
   auto om = Model::load(dir, *over);
   auto rm = Model::load(dir, *ref);
@@ -481,6 +485,27 @@ TEST_CASE("cuda overlapped decode steps give the tokens of steps run one at a ti
         CHECK(got_lp[size_t(step)][size_t(r)] == want_lp[size_t(step)][size_t(r)]);
       }
     CHECK(cuda_device_id_steps(*over) - device_before == device_want);
+
+    // Two steps with the host's ids (no prev_rows), the second launched before the first finishes.
+    std::vector<int32_t> ids_a(static_cast<size_t>(S), -1), ids_b(ids_a), want_a(static_cast<size_t>(S), -2), want_b(want_a);
+    std::vector<float> lp_a(static_cast<size_t>(S)), lp_b(lp_a), wlp_a(lp_a), wlp_b(lp_a);
+    const BatchPlan plan_a = plan_for(toks, kSteps + 1, order);
+    Rows ba = rows_for(order, kSteps + 1);
+    for (int32_t s = 0; s < S; ++s) toks[size_t(s)].push_back((7 * s + 3) % 200);  // the host's ids for B
+    const BatchPlan plan_b = plan_for(toks, kSteps + 2, order);
+    Rows bb = rows_for(order, kSteps + 2);
+    SampleOutput oa{ids_a.data(), lp_a.data()}, ob{ids_b.data(), lp_b.data()};
+    REQUIRE(over->launch_step_sampled(plan_a, fwd_o, ba.batch, oa).has_value());
+    REQUIRE(over->launch_step_sampled(plan_b, fwd_o, bb.batch, ob).has_value());
+    REQUIRE(over->finish_step_sampled().has_value());
+    REQUIRE(over->finish_step_sampled().has_value());
+    SampleOutput wa{want_a.data(), wlp_a.data()}, wb{want_b.data(), wlp_b.data()};
+    REQUIRE(ref->run_step_sampled(plan_a, fwd_r, ba.batch, wa).has_value());
+    REQUIRE(ref->run_step_sampled(plan_b, fwd_r, bb.batch, wb).has_value());
+    CHECK(ids_a == want_a);
+    CHECK(lp_a == wlp_a);
+    CHECK(ids_b == want_b);
+    CHECK(lp_b == wlp_b);
   }
 
   // Misuse: errors, nothing left launched.

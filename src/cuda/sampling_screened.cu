@@ -284,6 +284,7 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
         take(min(__ldcg(&p.head.pad[0]), kKeep), h * kListHalf, ids4, his4);
       }
       __syncthreads();
+      step_trace_mark(0);  // the last block has its candidates
       const int n = cand_n;
       if (n <= kRound) rescore(n);
       else r.flags |= kFlagSlow;
@@ -314,11 +315,13 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
       }
     }
   }
+  step_trace_mark(1);  // thread 0's warp has rescored
   if (lane == 0) warp_results[warp] = mine_r;
   __syncthreads();
+  step_trace_mark(2);  // every warp has rescored
   if (tid == 0) {
     a.one_pass_arrivals[0] = 0;  // ready for the next launch
-    if (s.rescored != nullptr) *s.rescored += (unsigned long long)(rescored);
+    if (s.rescored != nullptr) atomicAdd(s.rescored, (unsigned long long)(rescored));  // no wait for its value
     Rescored best = warp_results[0];
     float corr = best.corr;
     for (int w = 1; w < kWarps; ++w) {

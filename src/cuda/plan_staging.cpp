@@ -46,13 +46,15 @@ void record_ids(const BatchPlan& plan, StagedPlanInfo& info) {
 }  // namespace
 
 PlanStaging::~PlanStaging() {
-  for (HostBuffer* h : {&host_tight_, &host_graph_[0], &host_graph_[1]}) {
-    if (h->copied != nullptr) {
-      cudaEventSynchronize(h->copied);
-      cudaEventDestroy(h->copied);
+  auto free_host = [](HostBuffer& h) {
+    if (h.copied != nullptr) {
+      cudaEventSynchronize(h.copied);
+      cudaEventDestroy(h.copied);
     }
-    if (h->p != nullptr) cudaFreeHost(h->p);
-  }
+    if (h.p != nullptr) cudaFreeHost(h.p);
+  };
+  free_host(host_tight_);
+  for (HostBuffer& h : host_graph_) free_host(h);
   for (cudaEvent_t e : read_done_)
     if (e != nullptr) cudaEventDestroy(e);
   if (tail_ != nullptr) cudaEventDestroy(tail_);

@@ -4,7 +4,7 @@
 #   prompt: `generate --prompt` with GOLDEN_DIR/once_upon_a_time.json's prompt text gives its
 #           generated_ids and generated_text
 #   logits: `logits` on MODEL prints one row of vocab_size floats per input token
-#   int8:   `generate --int8`, `batch --int8` and `bench --int8` run on MODEL (cpu backend)
+#   int8:   `generate --int8`, `batch --int8` and `bench --int8` run on MODEL (cpu backend); bench --kv-sequences
 #   errors: bad folders, malformed files and bad token lists exit with status 1
 #           and an "error:" message on stderr (never a crash)
 cmake_minimum_required(VERSION 3.20)
@@ -138,6 +138,25 @@ elseif(MODE STREQUAL "int8")
   if(rc EQUAL 0 OR NOT err MATCHES "group size 0")
     message(FATAL_ERROR "bench --int8 --int8-group 0: rc ${rc}, stderr ${err}")
   endif()
+  # bench --kv-sequences sizes the KV pool apart from the largest batch (default: that batch), never below it
+  string(JSON pool GET "${ref}" kv_pool_sequences)
+  if(NOT pool EQUAL 2)
+    message(FATAL_ERROR "bench: kv_pool_sequences ${pool}, expected the largest batch 2")
+  endif()
+  execute_process(COMMAND ${PHOTON} ${bench_args} --kv-sequences 5 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "photon bench --kv-sequences 5 failed (${rc}): ${err}")
+  endif()
+  string(JSON pool GET "${out}" kv_pool_sequences)
+  if(NOT pool EQUAL 5)
+    message(FATAL_ERROR "bench --kv-sequences 5: kv_pool_sequences ${pool}")
+  endif()
+  foreach(bad 1 -3)
+    execute_process(COMMAND ${PHOTON} ${bench_args} --kv-sequences ${bad} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(rc EQUAL 0 OR NOT err MATCHES "kv-sequences")
+      message(FATAL_ERROR "bench --kv-sequences ${bad}: rc ${rc}, stderr ${err}")
+    endif()
+  endforeach()
 
 elseif(MODE STREQUAL "errors")
   file(REMOVE_RECURSE ${SCRATCH})

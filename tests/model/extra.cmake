@@ -12,7 +12,7 @@ if(TARGET photon_cli)
   add_test(NAME "cli: generate --prompt encodes text and decodes the continuation"
     COMMAND ${CMAKE_COMMAND} -DMODE=prompt -DPHOTON=$<TARGET_FILE:photon_cli> -DMODEL=${PROJECT_SOURCE_DIR}/models/stories260K
             -DGOLDEN_DIR=${PROJECT_SOURCE_DIR}/models/stories260K/golden -P ${_cli_script})
-  add_test(NAME "cli: generate, batch and bench --int8 quantize the linear layers"
+  add_test(NAME "cli: generate, batch and bench --int8 quantize the linear layers; bench --kv-sequences sizes the pool"
     COMMAND ${CMAKE_COMMAND} -DMODE=int8 -DPHOTON=$<TARGET_FILE:photon_cli> -DMODEL=${PROJECT_SOURCE_DIR}/models/stories260K
             -DGOLDEN_DIR=${PROJECT_SOURCE_DIR}/models/stories260K/golden
             -DSCRATCH=${CMAKE_CURRENT_BINARY_DIR}/cli-test-int8 -P ${_cli_script})
@@ -24,7 +24,7 @@ if(TARGET photon_cli)
             -DMODEL=${PROJECT_SOURCE_DIR}/models/stories260K -DSCRATCH=${CMAKE_CURRENT_BINARY_DIR}/cli-test-scratch
             -P ${_cli_script})
   set_tests_properties("cli: generate --prompt encodes text and decodes the continuation"
-    "cli: generate, batch and bench --int8 quantize the linear layers"
+    "cli: generate, batch and bench --int8 quantize the linear layers; bench --kv-sequences sizes the pool"
     "cli: logits prints one row per position" "cli: bad inputs exit 1 with a message"
     PROPERTIES LABELS model)
 endif()

@@ -74,10 +74,22 @@ struct MemoryStats {
 };
 
 // One layer's paged KV cache: k and v each [num_blocks, block_size, nkv, hd],
-// dtype kv_dtype() of the backend.
+// dtype kv_dtype() of the backend. A "row" is one slot's nkv * hd values.
+// Block b's rows start block_stride rows after block b - 1's (0 = packed:
+// block_size), so one allocation can hold every layer of a block together
+// (docs/kv-cache-layout.md); block_stride is 0 or >= block_size. The views
+// do not own memory; the model that made them does.
 struct KvLayer {
   Tensor k;
   Tensor v;
+  int64_t block_stride = 0;  // rows between consecutive blocks of k (and of v); 0 = block_size
+
+  int64_t block_stride_rows() const noexcept { return block_stride != 0 ? block_stride : k.dim(1); }
+  // The row of slot `slot` (= block * block_size + offset) from k's (and v's) base.
+  int64_t row_of_slot(int64_t slot) const noexcept {
+    const int64_t bs = k.dim(1);
+    return slot / bs * block_stride_rows() + slot % bs;
+  }
 };
 
 // One pre-norm decoder layer (Llama / Qwen3) in a backend's layout. Linear

@@ -57,13 +57,13 @@ Result<void> check_sequences(const StepPlanView& plan, int64_t num_blocks, int64
 // The validated arguments of one attention call (shapes as in the file comment).
 struct PagedAttention {
   const float* q;             // [T, nq, hd]
-  const float* k;             // [num_blocks, bs, nkv, hd]
-  const float* v;             // [num_blocks, bs, nkv, hd]
+  const float* k;             // [num_blocks, bs, nkv, hd], block b at row b * block_stride
+  const float* v;             // as k
   float* out;                 // [T, nq, hd]
   const int32_t* positions;   // [T]
   const int32_t* tables;      // [S, max_blocks]
   const int32_t* seq_of_token;  // [T]
-  int64_t max_blocks, nq, nkv, hd, bs, group, longest;
+  int64_t max_blocks, nq, nkv, hd, bs, block_stride, group, longest;
   float scale;
 };
 
@@ -78,7 +78,7 @@ PHOTON_CPU_CLONES void attend(const PagedAttention& a, int64_t t, int64_t kvh, f
   const float* q0 = a.q + (t * a.nq + kvh * group) * hd;  // the group's query heads, contiguous
   // Position j of the sequence lives in block table[j / bs] at offset j % bs.
   for (int64_t j0 = 0; j0 < n; j0 += bs) {
-    const float* kb = a.k + (int64_t(table[j0 / bs]) * bs * nkv + kvh) * hd;
+    const float* kb = a.k + (int64_t(table[j0 / bs]) * a.block_stride * nkv + kvh) * hd;
     for (int64_t j = j0; j < std::min(n, j0 + bs); ++j) {
       const float* krow = kb + (j - j0) * nkv * hd;
       for (int64_t g = 0; g < group; ++g) scores[g * longest + j] = dot_f32(q0 + g * hd, krow, hd) * a.scale;
@@ -98,7 +98,7 @@ PHOTON_CPU_CLONES void attend(const PagedAttention& a, int64_t t, int64_t kvh, f
   }
   std::fill(acc, acc + group * hd, 0.0f);
   for (int64_t j0 = 0; j0 < n; j0 += bs) {
-    const float* vb = a.v + (int64_t(table[j0 / bs]) * bs * nkv + kvh) * hd;
+    const float* vb = a.v + (int64_t(table[j0 / bs]) * a.block_stride * nkv + kvh) * hd;
     for (int64_t j = j0; j < std::min(n, j0 + bs); ++j) {
       const float* vrow = vb + (j - j0) * nkv * hd;
       for (int64_t g = 0; g < group; ++g) {
@@ -140,7 +140,7 @@ Result<void> attention(ThreadPool& pool, CpuScratch& scratch, Tensor out, Tensor
   scratch.attention.reserve(pool.max_concurrency(), group * (longest + hd));
   const PagedAttention args{q.as<const float>(), cache.k.as<const float>(), cache.v.as<const float>(), out.as<float>(),
                             plan.positions, plan.block_tables, scratch.seq_of_token.data(), plan.max_blocks_per_seq,
-                            nq, nkv, hd, bs, group, longest, scale};
+                            nq, nkv, hd, bs, cache.block_stride_rows(), group, longest, scale};
   // One item = one token and one kv head with its `group` query heads, so
   // each K and V row is read once per item (GQA).
   const int64_t items = T * nkv;

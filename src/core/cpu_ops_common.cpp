@@ -53,6 +53,10 @@ Result<void> check_kv_cache(const char* op, const KvLayer& cache) {
                                           ": cache k and v must both be [num_blocks, block_size, nkv, hd] with "
                                           "positive dimensions, got " +
                                           shape_string(cache.k) + " and " + shape_string(cache.v));
+  if (cache.block_stride != 0 && cache.block_stride < cache.k.dim(1))
+    return fail(Errc::invalid_argument, std::string(op) + ": cache block_stride " +
+                                            std::to_string(cache.block_stride) + " must be 0 or at least block_size " +
+                                            std::to_string(cache.k.dim(1)));
   return {};
 }
 

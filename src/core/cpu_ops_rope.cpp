@@ -103,14 +103,14 @@ Result<void> rope_qkv(ThreadPool& pool, CpuScratch& scratch, Tensor q_out, Tenso
         else rmsnorm_row(row + h * hd, qn.data(), hd, eps, q);
         rotate_half(q, cos, sin, half);
       }
-      const int64_t slot = plan.slot_mapping[t];
+      const int64_t cache_row = cache.row_of_slot(plan.slot_mapping[t]);
       for (int64_t h = 0; h < nkv; ++h) {
-        float* k = kc + (slot * nkv + h) * hd;
+        float* k = kc + (cache_row * nkv + h) * hd;
         const float* kin = row + (nq + h) * hd;
         if (kn.empty()) std::memcpy(k, kin, size_t(hd) * sizeof(float));
         else rmsnorm_row(kin, kn.data(), hd, eps, k);
         rotate_half(k, cos, sin, half);
-        std::memcpy(vc + (slot * nkv + h) * hd, row + (nq + nkv + h) * hd, size_t(hd) * sizeof(float));
+        std::memcpy(vc + (cache_row * nkv + h) * hd, row + (nq + nkv + h) * hd, size_t(hd) * sizeof(float));
       }
     }
   });

@@ -245,9 +245,83 @@ TEST_CASE("cpu attention and rope_qkv reject inconsistent shapes and plans", "[c
   broken.positions = bad_pos.data();
   CHECK(be->attention(view_of(out, {2, nq, hd}), view_of(q, {2, nq, hd}), cache.layer(), broken, 0.5f).error().code ==
         Errc::out_of_range);
+  // a block stride shorter than a block would overlap blocks
+  KvLayer overlapping = cache.layer();
+  overlapping.block_stride = bs - 1;
+  CHECK(be->attention(view_of(out, {2, nq, hd}), view_of(q, {2, nq, hd}), overlapping, *view, 0.5f).error().code ==
+        Errc::invalid_argument);
+  CHECK(be->rope_qkv(view_of(out, {2, nq, hd}), view_of(qkv, {2, (nq + 2 * nkv) * hd}), *view, view_of(freq, {hd / 2}),
+                     {}, {}, 1e-6f, overlapping)
+            .error()
+            .code == Errc::invalid_argument);
   // a bf16 cache is not this backend's kv dtype
   KvLayer wrong = cache.layer();
   wrong.k.dtype = DType::bf16;
   CHECK(be->attention(view_of(out, {2, nq, hd}), view_of(q, {2, nq, hd}), wrong, *view, 0.5f).error().code ==
         Errc::shape_mismatch);
+}
+
+TEST_CASE("cpu attention and rope_qkv over a layer of a block-major pool match the packed cache", "[core]") {
+  // The decoder's layout (docs/kv-cache-layout.md): [num_blocks][layer][k | v][bs][nkv][hd]. Layer `layer`
+  // of `L` is a strided view; writing through it must touch only its own rows, and reading it must
+  // give bit for bit what the same values in a packed cache give.
+  std::mt19937 rng(34);
+  const int64_t hd = 8, bs = 4, nb = 12, nkv = 2, nq = 4, L = 3, width = (nq + 2 * nkv) * hd;
+  const std::vector<SeqSpec> seqs = {{9, 9}, {14, 1}, {7, 3}};
+  std::vector<std::vector<int32_t>> tables;
+  const BatchPlan plan = scattered_plan(seqs, int32_t(bs), int32_t(nb), rng, tables);
+  const int64_t T = plan.num_tokens(), row = nkv * hd, stride = 2 * L * bs;
+  const auto qkv = random_floats(rng, size_t(T * width), -2.0f, 2.0f);
+  std::vector<float> freq(size_t(hd / 2));
+  for (int64_t i = 0; i < hd / 2; ++i) freq[size_t(i)] = std::pow(10000.0f, -2.0f * float(i) / float(hd));
+  for (int64_t layer : {int64_t(0), L - 1}) {
+    INFO("layer " << layer);
+    auto be = cpu_backend(2);
+    auto view = be->stage_plan(plan);
+    REQUIRE(view.has_value());
+    // Both caches start from the same random history so attention reads values rope_qkv did not write.
+    Cache packed{nb, bs, nkv, hd, random_floats(rng, size_t(nb * bs * row)), random_floats(rng, size_t(nb * bs * row))};
+    std::vector<float> pool(size_t(nb * stride * row), NAN);
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t r = 0; r < bs; ++r) {
+        const size_t src = size_t((b * bs + r) * row);
+        std::copy_n(&packed.k[src], row, &pool[size_t((b * stride + 2 * layer * bs + r) * row)]);
+        std::copy_n(&packed.v[src], row, &pool[size_t((b * stride + (2 * layer + 1) * bs + r) * row)]);
+      }
+    KvLayer strided{view_of(pool, {nb, bs, nkv, hd}), view_of(pool, {nb, bs, nkv, hd}), stride};
+    strided.k.data = pool.data() + 2 * layer * bs * row;
+    strided.v.data = pool.data() + (2 * layer + 1) * bs * row;
+
+    std::vector<float> in_a = qkv, in_b = qkv, q_a(size_t(T * nq * hd)), q_b(q_a.size());
+    REQUIRE(be->rope_qkv(view_of(q_a, {T, nq, hd}), view_of(in_a, {T, width}), *view, view_of(freq, {hd / 2}), {}, {},
+                         1e-6f, packed.layer())
+                .has_value());
+    REQUIRE(be->rope_qkv(view_of(q_b, {T, nq, hd}), view_of(in_b, {T, width}), *view, view_of(freq, {hd / 2}), {}, {},
+                         1e-6f, strided)
+                .has_value());
+    CHECK(q_a == q_b);
+    // Every row of the pool equals the packed cache's row for this layer, and every other layer's rows are untouched.
+    int64_t mismatched = 0, clobbered = 0;
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t part = 0; part < 2 * L; ++part)
+        for (int64_t r = 0; r < bs; ++r)
+          for (int64_t i = 0; i < row; ++i) {
+            const size_t at = size_t(((b * stride) + part * bs + r) * row + i);
+            if (part / 2 == layer) {
+              const std::vector<float>& src = part % 2 == 0 ? packed.k : packed.v;
+              mismatched += pool[at] != src[size_t((b * bs + r) * row + i)];
+            } else {
+              clobbered += !std::isnan(pool[at]);
+            }
+          }
+    CHECK(mismatched == 0);
+    CHECK(clobbered == 0);
+
+    std::vector<float> out_a(q_a.size(), NAN), out_b(q_a.size(), NAN);
+    REQUIRE(be->attention(view_of(out_a, {T, nq, hd}), view_of(q_a, {T, nq, hd}), packed.layer(), *view, 0.35f)
+                .has_value());
+    REQUIRE(be->attention(view_of(out_b, {T, nq, hd}), view_of(q_b, {T, nq, hd}), strided, *view, 0.35f).has_value());
+    CHECK(out_a == out_b);
+    CHECK(std::none_of(out_b.begin(), out_b.end(), [](float x) { return std::isnan(x); }));
+  }
 }

@@ -20,6 +20,19 @@ constexpr unsigned kFullMask = 0xffffffffu;
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 __host__ __device__ constexpr int64_t ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// ---- paged KV cache ----------------------------------------------------------
+// A cache "row" is one slot's nkv * hd values. Blocks of block_size rows start block_stride rows
+// apart (0: block_size, a packed cache; the decoder's block-major pool interleaves the layers,
+// docs/kv-cache-layout.md). Hosts keep num_blocks * stride within int32 (cuda_backend.cpp).
+__host__ __device__ __forceinline__ int kv_stride_rows(int block_size, int block_stride) {
+  return block_stride > 0 ? block_stride : block_size;
+}
+// The row of cache slot `slot` = block * block_size + offset (slot >= 0).
+__host__ __device__ __forceinline__ int64_t kv_slot_row(int64_t slot, int block_size, int block_stride) {
+  const int s = int(slot / block_size);
+  return int64_t(s) * kv_stride_rows(block_size, block_stride) + (slot - int64_t(s) * block_size);
+}
+
 // ---- conversions -----------------------------------------------------------
 __device__ __forceinline__ float to_f32(bf16 v) { return __bfloat162float(v); }
 __device__ __forceinline__ float to_f32(float v) { return v; }

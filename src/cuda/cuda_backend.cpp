@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <span>
@@ -347,8 +348,8 @@ class CudaBackend final : public Backend {
       if (std::optional<cuda::GemvArgs> g = norm_gemv(qkv, x, norm_w, eps, W, h, Tensor{}, false)) {
         PHOTON_ASSIGN_OR_RETURN(const cuda::RopeQkvArgs r,
                                 rope_args("rmsnorm_qkv_attention", q, qkv, plan, inv_freq, q_norm, k_norm, eps, cache));
-        g->rope = {r.q_out,     r.k_cache,     r.v_cache,      r.positions, r.slot_mapping,
-                   r.inv_freq,  r.num_q_heads, r.num_kv_heads, r.head_dim,  r.num_slots};
+        g->rope = {r.q_out,       r.k_cache,      r.v_cache,  r.positions, r.slot_mapping, r.inv_freq,
+                   r.num_q_heads, r.num_kv_heads, r.head_dim, r.num_slots, r.block_size,   r.kv_block_stride};
         if (!overlaps(q, x) && cuda::gemv_applies(*g)) {
           PHOTON_TRY(cuda::launch_gemv(*g, stream_));
           return attention(out, q, cache, plan, scale);
@@ -379,9 +380,9 @@ class CudaBackend final : public Backend {
     return cuda::launch_rope_qkv(a, stream_);
   }
 
-  // A KV cache layer's shape (cache_shape checks it).
+  // A KV cache layer's shape (cache_shape checks it); stride: rows between consecutive blocks.
   struct CacheShape {
-    int64_t num_blocks, bs, nkv, hd;
+    int64_t num_blocks, bs, nkv, hd, stride;
   };
 
   // rope_qkv's checks and launch arguments (num_tokens 0: nothing to do).
@@ -422,6 +423,8 @@ class CudaBackend final : public Backend {
     a.num_kv_heads = int32_t(cs.nkv);
     a.head_dim = int32_t(hd);
     a.num_slots = cs.num_blocks * cs.bs;
+    a.block_size = int32_t(cs.bs);
+    a.kv_block_stride = int32_t(cs.stride);
     a.eps = eps;
     return a;
   }
@@ -448,6 +451,7 @@ class CudaBackend final : public Backend {
     a.num_kv_heads = int32_t(cs.nkv);
     a.head_dim = int32_t(cs.hd);
     a.block_size = int32_t(cs.bs);
+    a.kv_block_stride = int32_t(cs.stride);
     a.max_blocks_per_seq = plan.max_blocks_per_seq;
   }
 
@@ -669,9 +673,18 @@ class CudaBackend final : public Backend {
     if (cache.k.rank != 4 || cache.v.rank != 4 || cache.k.shape != cache.v.shape)
       return mismatch(op, "cache k and v must both be [num_blocks, block_size, nkv, hd], got " +
                               shape_string(cache.k) + " and " + shape_string(cache.v));
-    const CacheShape cs{cache.k.dim(0), cache.k.dim(1), cache.k.dim(2), cache.k.dim(3)};
+    const CacheShape cs{cache.k.dim(0), cache.k.dim(1), cache.k.dim(2), cache.k.dim(3), cache.block_stride_rows()};
     if (cs.num_blocks <= 0 || cs.bs <= 0 || cs.nkv <= 0 || cs.hd <= 0)
       return mismatch(op, "cache dimensions must be positive, got " + shape_string(cache.k));
+    if (cs.stride < cs.bs)
+      return fail(Errc::invalid_argument, std::string("cuda ") + op + ": cache block_stride " +
+                                              std::to_string(cache.block_stride) + " must be 0 or at least block_size " +
+                                              std::to_string(cs.bs));
+    // The kernels form cache rows (block * stride + offset) in int32.
+    if (cs.num_blocks * cs.stride > std::numeric_limits<int32_t>::max())
+      return fail(Errc::out_of_range, std::string("cuda ") + op + ": " + std::to_string(cs.num_blocks) +
+                                          " blocks of stride " + std::to_string(cs.stride) +
+                                          " rows exceed the kernels' int32 row index");
     return cs;
   }
   // The shape of out[M, N] = x[M, K] @ w[N, K]^T: w of rank 2, x bf16 rows of K, out bf16 or f32
@@ -718,7 +731,9 @@ class CudaBackend final : public Backend {
     for (size_t l = 0; l < layers.size(); ++l) {
       const DecoderLayerWeights& L = layers[l];
       const Result<CacheShape> cs = cache_shape("decoder_layers", caches[l]);
-      if (!cs.has_value() || cs->num_blocks != cs0->num_blocks || cs->bs != cs0->bs || cs->nkv != nkv || cs->hd != hd) return false;
+      if (!cs.has_value() || cs->num_blocks != cs0->num_blocks || cs->bs != cs0->bs || cs->stride != cs0->stride ||
+          cs->nkv != nkv || cs->hd != hd)
+        return false;
       if (!bf16_mat(L.qkv, (nq + 2 * nkv) * hd, H) || !bf16_mat(L.o, H, nq * hd) || !bf16_mat(L.gate_up, 2 * I, H) ||
           !bf16_mat(L.down, H, I) || !bf16_vec(L.input_norm, H) || !bf16_vec(L.post_attention_norm, H) ||
           !(L.q_norm.empty() || bf16_vec(L.q_norm, hd)) || !(L.k_norm.empty() || bf16_vec(L.k_norm, hd)))
@@ -753,6 +768,7 @@ class CudaBackend final : public Backend {
     a.num_kv_heads = int32_t(nkv);
     a.head_dim = int32_t(hd);
     a.block_size = int32_t(cs0->bs);
+    a.kv_block_stride = int32_t(cs0->stride);
     a.num_slots = cs0->num_blocks * cs0->bs;
     a.eps = p.eps;
     a.scale = p.attn_scale;

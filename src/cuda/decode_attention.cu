@@ -124,32 +124,33 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
   }
   const int start = range.start, end = range.end;
   const int32_t* table = a.block_tables + int64_t(s) * a.max_blocks_per_seq;
-  const int bs = a.block_size;
+  const int bs = a.block_size, stride = kv_stride_rows(bs, a.kv_block_stride);
   // RoPE inside (a.qkv set): this step's K/V row is formed here and read from s_cur, never from the
   // cache; otherwise rope_qkv wrote it before this kernel (at key ctx - 1).
   const bool fused = a.qkv != nullptr;
   int current = a.context_lens[s] - 1;  // the key whose K/V row this step writes (-1: none)
-  int64_t new_slot = -1;                 // fused: where that row goes in the cache
+  int64_t new_row = -1;                  // fused: the cache row that row goes to
   if (fused) {
-    new_slot = a.slot_mapping[s];
+    const int64_t new_slot = a.slot_mapping[s];
     current = new_slot >= 0 && new_slot < a.num_slots ? a.positions[s] : -1;
+    if (current >= 0) new_row = kv_slot_row(new_slot, bs, a.kv_block_stride);
   }
-  // Cache slots (block * bs + offset, int32 like the plan's slot_mapping) of
-  // this thread's rows of the round starting at key c0; -1 past `end`.
-  int32_t slot_of[ITERS];
+  // Cache rows (block * stride + offset, int32: the host bounds num_blocks * stride) of
+  // this thread's keys of the round starting at key c0; -1 past `end`.
+  int32_t row_of[ITERS];
   auto fetch_slots = [&](int c0) {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int j = c0 + it * KPI + slot;
-      slot_of[it] = j < end ? table[j / bs] * bs + j % bs : -1;
+      row_of[it] = j < end ? table[j / bs] * stride + j % bs : -1;
     }
   };
   // The round's rows from the cache, zero past `end` and at key `skip`.
   auto load_rows = [&](const __nv_bfloat16* cache, uint4 (&raw)[ITERS], int c0, int skip) {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it)
-      raw[it] = slot_of[it] >= 0 && c0 + it * KPI + slot != skip
-                    ? *reinterpret_cast<const uint4*>(cache + (int64_t(slot_of[it]) * nkv + kh) * HD + sub * 8)
+      raw[it] = row_of[it] >= 0 && c0 + it * KPI + slot != skip
+                    ? *reinterpret_cast<const uint4*>(cache + (int64_t(row_of[it]) * nkv + kh) * HD + sub * 8)
                     : make_uint4(0, 0, 0, 0);
   };
   // The current token's row (key `current`) is written in this step (by rope_qkv, or with RoPE
@@ -159,14 +160,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
   auto load_current_row = [&](const __nv_bfloat16* cache, uint4 (&raw)[ITERS], int c0) {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it)
-      if (slot_of[it] >= 0 && c0 + it * KPI + slot == current)
-        raw[it] = *reinterpret_cast<const uint4*>(cache + (int64_t(slot_of[it]) * nkv + kh) * HD + sub * 8);
+      if (row_of[it] >= 0 && c0 + it * KPI + slot == current)
+        raw[it] = *reinterpret_cast<const uint4*>(cache + (int64_t(row_of[it]) * nkv + kh) * HD + sub * 8);
   };
   __shared__ uint4 s_cur[2][LPK];  // fused: the current token's K (0) and V (1) row, bf16
   auto patch_current_row = [&](uint4 (&raw)[ITERS], int c0, int kv) {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it)
-      if (slot_of[it] >= 0 && c0 + it * KPI + slot == current) raw[it] = s_cur[kv][sub];
+      if (row_of[it] >= 0 && c0 + it * KPI + slot == current) raw[it] = s_cur[kv][sub];
   };
   // The round's K or V rows, the current one from wherever this step put it.
   auto load_round = [&](const __nv_bfloat16* cache, uint4 (&raw)[ITERS], int c0, int kv) {
@@ -268,7 +269,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<GB, VWithK>) decode_
       for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(kv[2 * i], kv[2 * i + 1]);
       s_cur[slot][sub] = packed;
       if (g0 == 0)  // one writer per (sequence, KV head): the split holding the row, first head slice
-        *reinterpret_cast<uint4*>((slot == 0 ? a.k_cache : a.v_cache) + (new_slot * nkv + kh) * HD + sub * 8) =
+        *reinterpret_cast<uint4*>((slot == 0 ? a.k_cache : a.v_cache) + (new_row * nkv + kh) * HD + sub * 8) =
             packed;
     }
   } else {
@@ -607,6 +608,8 @@ Status launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream
     return bad_launch("decode_attention", "nq must be a positive multiple of nkv");
   if (a.block_size <= 0 || a.num_splits < 1 || a.num_splits > kMaxSplits)
     return bad_launch("decode_attention", "bad block_size or num_splits");
+  if (a.kv_block_stride != 0 && a.kv_block_stride < a.block_size)
+    return bad_launch("decode_attention", "kv_block_stride must be 0 or at least block_size");
   if (a.cluster_merge && a.num_splits > kMaxClusterSplits)
     return bad_launch("decode_attention", "cluster_merge takes at most 8 splits");
   if (!a.cluster_merge && a.num_splits > 1 &&

@@ -52,7 +52,8 @@ namespace photon::cuda {
 struct DecodeAttentionArgs {
   __nv_bfloat16* out = nullptr;            // [S, nq, hd]
   const __nv_bfloat16* q = nullptr;        // [S, nq, hd]: token s is sequence s's only query
-  __nv_bfloat16* k_cache = nullptr;        // [num_blocks, block_size, nkv, hd]; written only with qkv set
+  __nv_bfloat16* k_cache = nullptr;        // [num_blocks, block_size, nkv, hd] rows, blocks kv_block_stride apart;
+                                           // written only with qkv set
   __nv_bfloat16* v_cache = nullptr;        // same shape
   const int32_t* block_tables = nullptr;   // [S, max_blocks_per_seq]
   const int32_t* context_lens = nullptr;   // [S]; the query sits at position ctx - 1; 0 gives a zero row
@@ -64,6 +65,7 @@ struct DecodeAttentionArgs {
   int32_t num_kv_heads = 0;                // nkv
   int32_t head_dim = 0;                    // hd: 16, 32, 64, 128 or 256
   int32_t block_size = 0;                  // tokens per KV block
+  int32_t kv_block_stride = 0;             // cache rows between consecutive blocks; 0: block_size (packed)
   int32_t max_blocks_per_seq = 0;
   int32_t num_splits = 1;                  // context splits per (sequence, KV head); see decode_attention_splits
   int32_t num_sms = 0;                     // SMs of the device (picks the one-wave variant); 0: assume 132

@@ -60,19 +60,20 @@ __global__ void __launch_bounds__(W * 32) decode_attention_one_kernel(DecodeAtte
   // epilogue), or with RoPE inside (qkv set) this kernel forms it; -1: none (a padding row).
   constexpr bool fused = FUSED;
   int current = ctx - 1;
-  int64_t new_slot = -1;
+  const int bs = a.block_size, stride = kv_stride_rows(bs, a.kv_block_stride);
+  int64_t new_row = -1;  // fused: the cache row of the current key
   if constexpr (fused) {
-    new_slot = a.slot_mapping[seq];
+    const int64_t new_slot = a.slot_mapping[seq];
     current = new_slot >= 0 && new_slot < a.num_slots ? a.positions[seq] : -1;
+    if (current >= 0) new_row = kv_slot_row(new_slot, bs, a.kv_block_stride);
   }
-  const int bs = a.block_size;
   const int32_t* table = a.block_tables + int64_t(seq) * a.max_blocks_per_seq;
 
   // Key of step `it` for this lane's group.
   auto key_of = [&](int it) { return it * KPI + warp * KPW + grp; };
   auto row = [&](const bf16* cache, int j) {
-    const int64_t slot = int64_t(table[j / bs]) * bs + j % bs;
-    return reinterpret_cast<const uint4*>(cache + (slot * nkv + kh) * HD + sub * 8);
+    const int64_t r = int64_t(table[j / bs]) * stride + j % bs;
+    return reinterpret_cast<const uint4*>(cache + (r * nkv + kh) * HD + sub * 8);
   };
   uint4 kr[kOneIters], vr[kOneIters];
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
@@ -144,8 +145,8 @@ __global__ void __launch_bounds__(W * 32) decode_attention_one_kernel(DecodeAtte
       }
     // One writer per (sequence, KV head): the first query-head slice's first row group.
     if (current >= 0 && int(blockIdx.x) % slices == 0 && warp == 0 && grp == 0) {
-      *reinterpret_cast<uint4*>(a.k_cache + (new_slot * nkv + kh) * HD + sub * 8) = k_new;
-      *reinterpret_cast<uint4*>(a.v_cache + (new_slot * nkv + kh) * HD + sub * 8) = v_new;
+      *reinterpret_cast<uint4*>(a.k_cache + (new_row * nkv + kh) * HD + sub * 8) = k_new;
+      *reinterpret_cast<uint4*>(a.v_cache + (new_row * nkv + kh) * HD + sub * 8) = v_new;
     }
   } else {
 #pragma unroll
@@ -296,6 +297,7 @@ bool decode_attention_single_pass_applies(const DecodeAttentionArgs& a) {
          int64_t(a.max_blocks_per_seq) * a.block_size <= decode_attention_single_pass_max_keys(a.head_dim) &&
          a.num_kv_heads > 0 &&
          a.num_q_heads % a.num_kv_heads == 0 && a.block_size > 0 && a.max_blocks_per_seq > 0 &&
+         (a.kv_block_stride == 0 || a.kv_block_stride >= a.block_size) &&
          G % (a.single_pass_heads > 0 ? a.single_pass_heads : 1) == 0 &&
          (a.single_pass_heads == 1 || a.single_pass_heads == 2 || a.single_pass_heads == 4) &&
          is_aligned(a.q, 16) && is_aligned(a.out, 16) && is_aligned(a.k_cache, 16) && is_aligned(a.v_cache, 16);
@@ -307,7 +309,8 @@ Status launch_decode_attention_single_pass(const DecodeAttentionArgs& a, cudaStr
                       "needs 1 to 65535 sequences, head_dim 64 or 128, a block table within "
                       "one chunk of keys, for RoPE inside positions, slot_mapping, inv_freq and 16-byte aligned qkv and "
                       "norm weights, query heads per block 1, 2 or 4 "
-                      "dividing the group, and 16-byte aligned q, out and KV cache");
+                      "dividing the group, a KV block stride of 0 or >= block_size, and 16-byte aligned q, out "
+                      "and KV cache");
   cudaError_t err = cudaSuccess;
   if (a.head_dim == 64) err = launch_hd_one<64>(a, a.single_pass_heads, stream);
   else err = launch_hd_one<128>(a, a.single_pass_heads, stream);

@@ -239,7 +239,8 @@ __device__ __forceinline__ void load_key(const DecodeLayersArgs& a, const Decode
   k = v = make_uint4(0, 0, 0, 0);
   if (j >= r.k1 || j == r.cur) return;
   const int dl = (threadIdx.x & 31) % (HD / 8);
-  const int64_t idx = int64_t(__ldg(a.block_tables + j / a.block_size)) * a.block_size + j % a.block_size;
+  const int64_t idx = int64_t(__ldg(a.block_tables + j / a.block_size)) * kv_stride_rows(a.block_size, a.kv_block_stride) +
+                      j % a.block_size;
   const int64_t off = (idx * a.num_kv_heads + g) * HD + 8 * dl;
   k = __ldg(reinterpret_cast<const uint4*>(L.k_cache + off));
   v = __ldg(reinterpret_cast<const uint4*>(L.v_cache + off));
@@ -308,8 +309,9 @@ __device__ void attention_item(const DecodeLayersArgs& a, const DecodeLayerPtrs&
     unpack_bf16x8(__ldcg(reinterpret_cast<const uint4*>(row + int64_t(nq + nkv + g) * HD + 8 * dl)), vc);
     const int64_t slot = a.slot_mapping[0];
     if (warp == 0 && sub == 0 && slot >= 0 && slot < a.num_slots) {
-      store_bf16x8(L.k_cache + (slot * nkv + g) * HD + 8 * dl, kc);
-      store_bf16x8(L.v_cache + (slot * nkv + g) * HD + 8 * dl, vc);
+      const int64_t row = kv_slot_row(slot, a.block_size, a.kv_block_stride);
+      store_bf16x8(L.k_cache + (row * nkv + g) * HD + 8 * dl, kc);
+      store_bf16x8(L.v_cache + (row * nkv + g) * HD + 8 * dl, vc);
     }
   }
 
@@ -663,6 +665,8 @@ Status launch_decode_layers(const DecodeLayersArgs& a, int32_t num_sms, cudaStre
   if (a.num_layers < 1 || a.num_layers > kDecodeLayersMaxLayers || a.x == nullptr || a.qkv == nullptr || a.mlp == nullptr ||
       a.partials == nullptr || a.sync == nullptr || num_sms < 1)
     return bad_launch("decode_layers", "needs layers, x, qkv, mlp, partials, sync and num_sms >= 1");
+  if (a.block_size <= 0 || (a.kv_block_stride != 0 && a.kv_block_stride < a.block_size))
+    return bad_launch("decode_layers", "needs block_size > 0 and a kv_block_stride of 0 or at least block_size");
   int dev = 0, major = 0;
   PHOTON_CUDA_TRY(cudaGetDevice(&dev));
   PHOTON_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));

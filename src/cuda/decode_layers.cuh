@@ -48,7 +48,7 @@ struct DecodeLayerPtrs {
   const __nv_bfloat16* post_norm = nullptr;  // [H]
   const __nv_bfloat16* q_norm = nullptr;     // [hd] or null
   const __nv_bfloat16* k_norm = nullptr;     // [hd] or null
-  __nv_bfloat16* k_cache = nullptr;          // [num_blocks, block_size, nkv, hd]
+  __nv_bfloat16* k_cache = nullptr;          // [num_blocks, block_size, nkv, hd] rows, blocks kv_block_stride apart
   __nv_bfloat16* v_cache = nullptr;          // same shape
 };
 
@@ -76,6 +76,7 @@ struct DecodeLayersArgs {
   int32_t num_kv_heads = 0;   // nkv
   int32_t head_dim = 0;       // 64 or 128
   int32_t block_size = 0;
+  int32_t kv_block_stride = 0;  // cache rows between consecutive blocks (every layer's); 0: block_size (packed)
   int64_t num_slots = 0;
   float eps = 1e-6f;
   float scale = 1.f;          // softmax scale

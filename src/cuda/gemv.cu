@@ -61,16 +61,18 @@ __device__ __forceinline__ int rope_column(int hd, int p, int hi) {
 }
 
 // What rope_store needs besides the pair's values: the rotation's sine and cosine and the cache
-// slot. They depend only on the step's plan (staged by a copy before the step's first kernel) and
+// row of the token's slot (-1: no K/V write). They depend only on the step's plan (staged by a copy before the step's first kernel) and
 // the model's inv_freq, so a block reads and computes them before pdl_wait(); read in the epilogue,
 // they put an L2 round trip behind the block's weight stream at the end of every qkv block.
 struct RopePair {
   float s = 0.f, c = 0.f;
-  int64_t slot = -1;
+  int64_t row = -1;
 };
 __device__ __forceinline__ RopePair rope_pair(const GemvRope& r, int p) {
   RopePair q;
-  q.slot = *r.slot;
+  const int64_t slot = *r.slot;
+  if (slot >= 0 && slot < r.num_slots)
+    q.row = r.kv_block_stride > 0 ? kv_slot_row(slot, r.block_size, r.kv_block_stride) : slot;
   sincosf(float(*r.position) * r.inv_freq[p % (r.head_dim / 2)], &q.s, &q.c);
   return q;
 }
@@ -80,14 +82,13 @@ __device__ __forceinline__ RopePair rope_pair(const GemvRope& r, int p) {
 __device__ __forceinline__ void rope_store(const GemvRope& r, int p, float x1, float x2, const RopePair& rp) {
   const int hd = r.head_dim, half = hd / 2, h = p / half, j = p % half;
   const int nq = r.num_q_heads, nkv = r.num_kv_heads;
-  const int64_t slot = rp.slot;
-  const bool write_kv = slot >= 0 && slot < r.num_slots;
+  const int64_t row = rp.row;
   bf16* dst;
   if (h < nq) dst = r.q_out + int64_t(h) * hd;
-  else if (!write_kv) return;
-  else if (h < nq + nkv) dst = r.k_cache + (slot * nkv + (h - nq)) * hd;
+  else if (row < 0) return;
+  else if (h < nq + nkv) dst = r.k_cache + (row * nkv + (h - nq)) * hd;
   else {
-    bf16* v = r.v_cache + (slot * nkv + (h - nq - nkv)) * hd;
+    bf16* v = r.v_cache + (row * nkv + (h - nq - nkv)) * hd;
     v[j] = to_bf16(x1);
     v[j + half] = to_bf16(x2);
     return;
@@ -588,7 +589,8 @@ bool gemv_applies(const GemvArgs& a) {
     return a.mode == GemvMode::plain && !a.out_f32 && a.M == 1 && a.norm_w != nullptr && norm_ok &&
            r.head_dim > 0 && r.head_dim % 2 == 0 && r.num_q_heads > 0 && r.num_kv_heads > 0 &&
            int64_t(r.num_q_heads + 2 * r.num_kv_heads) * r.head_dim == a.N && r.k_cache != nullptr &&
-           r.v_cache != nullptr && r.position != nullptr && r.slot != nullptr && r.inv_freq != nullptr;
+           r.v_cache != nullptr && r.position != nullptr && r.slot != nullptr && r.inv_freq != nullptr &&
+           (r.kv_block_stride == 0 || (r.block_size > 0 && r.kv_block_stride >= r.block_size));
   }
   switch (a.mode) {
     case GemvMode::plain: return norm_ok;
@@ -623,7 +625,7 @@ Status launch_gemv(const GemvArgs& a, cudaStream_t stream) {
   if (!gemv_applies(a))
     return bad_launch("gemv", "needs M = 1, K % 8 == 0, 16-byte aligned x and w (and norm weights), a bf16 output "
                               "to add into or apply SwiGLU to, no norm in add mode, and for RoPE a norm, plain mode "
-                              "and N = (nq + 2 nkv) * hd with hd even");
+                              "and N = (nq + 2 nkv) * hd with hd even (a KV block stride >= block_size)");
   static_assert(kGemvMaxRows == 1, "instantiate the kernel for every dispatched row count");
   if (gemv_passes_applies(a)) {
     const int groups = ceil_div(a.N, kWarps);

@@ -63,13 +63,15 @@ enum class GemvMode { plain, add, silu };
 // T = 1). q_out == nullptr: no RoPE epilogue.
 struct GemvRope {
   __nv_bfloat16* q_out = nullptr;         // [nq, hd]
-  __nv_bfloat16* k_cache = nullptr;       // [num_slots, nkv, hd]
+  __nv_bfloat16* k_cache = nullptr;       // [num_blocks, block_size, nkv, hd] rows, blocks kv_block_stride apart
   __nv_bfloat16* v_cache = nullptr;       // same shape
   const int32_t* position = nullptr;      // [1]
   const int32_t* slot = nullptr;          // [1]; negative or >= num_slots: no K/V write
   const float* inv_freq = nullptr;        // [hd / 2]
   int32_t num_q_heads = 0, num_kv_heads = 0, head_dim = 0;
   int64_t num_slots = 0;
+  int32_t block_size = 0;       // tokens per KV block; needed with kv_block_stride
+  int32_t kv_block_stride = 0;  // cache rows between consecutive blocks; 0: packed (row = slot)
 };
 
 struct GemvArgs {

@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
   const int rows = min(BM, (a.query_start[seq + 1] - q0) * G - row0);
   const int kv_end = min(a.context_lens[seq], s_info[2] + 1);
   const int32_t* table = a.block_tables + int64_t(seq) * a.max_blocks_per_seq;
-  const int bs = a.block_size;
+  const int bs = a.block_size, stride = kv_stride_rows(bs, a.kv_block_stride);
 
   // Query rows -> shared memory (rows past `rows` are zero).
   for (int c = tid; c < BM * CPR; c += kThreads) {
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
       const int j = n0 + r;
       const bool valid = j < kv_end;
       int64_t off = 0;
-      if (valid) off = ((int64_t(table[j / bs]) * bs + j % bs) * nkv + kh) * HD + col;
+      if (valid) off = ((int64_t(table[j / bs]) * stride + j % bs) * nkv + kh) * HD + col;
       cp_async_16(Ks + (buf * BN + r) * LD + col, a.k_cache + off, valid);
       cp_async_16(Vs + (buf * BN + r) * LD + col, a.v_cache + off, valid);
     }
@@ -258,6 +258,8 @@ Status launch_prefill_attention(const PrefillAttentionArgs& a, cudaStream_t stre
   if (a.num_kv_heads <= 0 || a.num_q_heads <= 0 || a.num_q_heads % a.num_kv_heads != 0)
     return bad_launch("prefill_attention", "nq must be a positive multiple of nkv");
   if (a.block_size <= 0) return bad_launch("prefill_attention", "block_size must be positive");
+  if (a.kv_block_stride != 0 && a.kv_block_stride < a.block_size)
+    return bad_launch("prefill_attention", "kv_block_stride must be 0 or at least block_size");
   if (!is_aligned(a.q, 16) || !is_aligned(a.out, 4) || !is_aligned(a.k_cache, 16) || !is_aligned(a.v_cache, 16))
     return bad_launch("prefill_attention", "q and the KV cache must be 16-byte aligned");
   if (a.num_tiles == 0 || a.num_seqs == 0) return {};

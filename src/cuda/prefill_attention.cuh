@@ -25,7 +25,7 @@ constexpr int32_t kPrefillTileRows = 64;
 struct PrefillAttentionArgs {
   __nv_bfloat16* out = nullptr;            // [T, nq, hd]
   const __nv_bfloat16* q = nullptr;        // [T, nq, hd]
-  const __nv_bfloat16* k_cache = nullptr;  // [num_blocks, block_size, nkv, hd]
+  const __nv_bfloat16* k_cache = nullptr;  // [num_blocks, block_size, nkv, hd] rows, blocks kv_block_stride apart
   const __nv_bfloat16* v_cache = nullptr;  // same shape
   const int32_t* query_start = nullptr;    // [S + 1]
   const int32_t* positions = nullptr;      // [T]; ascending within a sequence, < its context length
@@ -36,6 +36,7 @@ struct PrefillAttentionArgs {
   int32_t num_kv_heads = 0;                // nkv
   int32_t head_dim = 0;                    // hd: 16, 32, 64, 128 or 256
   int32_t block_size = 0;
+  int32_t kv_block_stride = 0;             // cache rows between consecutive blocks; 0: block_size (packed)
   int32_t max_blocks_per_seq = 0;
   int32_t num_tiles = 0;                   // sum over s of ceil(query_len(s) * (nq / nkv) / kPrefillTileRows)
   float scale = 1.f;

@@ -12,7 +12,7 @@ constexpr int kMaxPairsPerLane = 4;  // hd <= 2 * 32 * 4 = 256
 // Block (token, group of kWarps heads), one warp per head (q heads, then k
 // heads, then v heads). Lane l owns the rotation pairs (p, p + hd/2) for
 // p = l, l + 32, ...
-// What does not depend on earlier kernels is read and formed before pdl_wait(): the token's slot
+// What does not depend on earlier kernels is read and formed before pdl_wait(): the token's slot (and row)
 // and position (staged before the step), the rotation's sines and cosines, the head's norm weights.
 // After the wait the chain is one read of the projection, the norm's warp sum and the stores; read
 // after it, those inputs were further dependent L2 round trips and sincosf latency in every step's
@@ -30,6 +30,7 @@ __global__ void __launch_bounds__(kWarps * 32) rope_qkv_kernel(RopeQkvArgs a) {
   const bool is_q = h < nq, is_k = !is_q && h < nq + nkv;
   const int64_t slot = a.slot_mapping[t];
   const bool write_kv = slot >= 0 && slot < a.num_slots;
+  const int64_t row = write_kv && a.kv_block_stride > 0 ? kv_slot_row(slot, a.block_size, a.kv_block_stride) : slot;
   const W* norm = static_cast<const W*>(is_q ? a.q_norm : is_k ? a.k_norm : nullptr);
   float sn[kMaxPairsPerLane], cs[kMaxPairsPerLane], w1[kMaxPairsPerLane], w2[kMaxPairsPerLane];
   const float pos = is_q || is_k ? float(a.positions[t]) : 0.f;
@@ -52,7 +53,7 @@ __global__ void __launch_bounds__(kWarps * 32) rope_qkv_kernel(RopeQkvArgs a) {
   const bf16* src = a.qkv + int64_t(t) * heads * hd + int64_t(h) * hd;
   if (!is_q && !is_k) {  // v head: copy into the cache
     if (!write_kv) return;
-    bf16* dst = a.v_cache + (slot * nkv + (h - nq - nkv)) * hd;
+    bf16* dst = a.v_cache + (row * nkv + (h - nq - nkv)) * hd;
     for (int i = lane; i < hd; i += 32) dst[i] = src[i];
     return;
   }
@@ -74,7 +75,7 @@ __global__ void __launch_bounds__(kWarps * 32) rope_qkv_kernel(RopeQkvArgs a) {
       x2[i] *= inv * w2[i];
     }
   }
-  bf16* dst = is_q ? a.q_out + (int64_t(t) * nq + h) * hd : a.k_cache + (slot * nkv + (h - nq)) * hd;
+  bf16* dst = is_q ? a.q_out + (int64_t(t) * nq + h) * hd : a.k_cache + (row * nkv + (h - nq)) * hd;
 #pragma unroll
   for (int i = 0; i < kMaxPairsPerLane; ++i) {
     const int p = lane + 32 * i;
@@ -95,6 +96,8 @@ Status launch_rope_qkv(const RopeQkvArgs& a, cudaStream_t stream) {
     return bad_launch("rope_qkv", "head_dim must be even and at most 256");
   if (a.num_q_heads <= 0 || a.num_kv_heads <= 0 || a.num_tokens < 0)
     return bad_launch("rope_qkv", "needs nq > 0, nkv > 0, T >= 0");
+  if (a.kv_block_stride != 0 && (a.block_size <= 0 || a.kv_block_stride < a.block_size))
+    return bad_launch("rope_qkv", "a kv_block_stride needs block_size > 0 and stride >= block_size");
   if (a.num_tokens == 0) return {};
   const dim3 grid(unsigned(a.num_tokens), unsigned(ceil_div(a.num_q_heads + 2 * a.num_kv_heads, kWarps)));
   PHOTON_CUDA_TRY(launch_kernel(a.norm_f32 ? rope_qkv_kernel<float> : rope_qkv_kernel<bf16>, grid, dim3(kWarps * 32), 0,

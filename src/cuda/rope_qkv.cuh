@@ -18,7 +18,7 @@ namespace photon::cuda {
 struct RopeQkvArgs {
   __nv_bfloat16* q_out = nullptr;        // [T, nq, hd]
   const __nv_bfloat16* qkv = nullptr;    // [T, (nq + 2 nkv) * hd]: q heads, then k heads, then v heads
-  __nv_bfloat16* k_cache = nullptr;      // [num_slots, nkv, hd] (= [num_blocks, block_size, nkv, hd])
+  __nv_bfloat16* k_cache = nullptr;      // [num_blocks, block_size, nkv, hd] rows, blocks kv_block_stride apart
   __nv_bfloat16* v_cache = nullptr;      // same shape
   const int32_t* positions = nullptr;    // [T]
   const int32_t* slot_mapping = nullptr; // [T]; a negative slot (batch padding) writes no K/V
@@ -31,6 +31,8 @@ struct RopeQkvArgs {
   int32_t num_kv_heads = 0;              // nkv
   int32_t head_dim = 0;                  // hd: even, <= 256
   int64_t num_slots = 0;                 // slots >= num_slots are rejected by the kernel (no write)
+  int32_t block_size = 0;                // tokens per KV block; needed with kv_block_stride
+  int32_t kv_block_stride = 0;           // cache rows between consecutive blocks; 0: packed (row = slot)
   float eps = 1e-6f;
 };
 

@@ -69,6 +69,9 @@ int main(int argc, char** argv) {
   const size_t qkv_n = size_t(nq + 2 * nkv) * hd;
   DecodeLayersArgs a;
   size_t layer_bytes = 0;
+  // The decoder's block-major KV pool (docs/kv-cache-layout.md): [blocks][layer][k | v][bs][nkv][hd].
+  const size_t kv_row = size_t(nkv) * hd;
+  auto* kv_pool = static_cast<__nv_bfloat16*>(filled(2 * size_t(blocks) * layers * 2 * bs * kv_row, 0x3c));
   for (int l = 0; l < layers; ++l) {
     const size_t sizes[4] = {qkv_n * H, size_t(H) * nq * hd, size_t(2) * I * H, size_t(H) * I};
     layer_bytes = 2 * (sizes[0] + sizes[1] + sizes[2] + sizes[3]);
@@ -79,8 +82,8 @@ int main(int argc, char** argv) {
     L.down_w = static_cast<const __nv_bfloat16*>(filled(2 * sizes[3], 0x3c));
     L.input_norm = static_cast<const __nv_bfloat16*>(filled(2 * size_t(H), 0x3f));
     L.post_norm = static_cast<const __nv_bfloat16*>(filled(2 * size_t(H), 0x3f));
-    L.k_cache = static_cast<__nv_bfloat16*>(filled(2 * size_t(blocks) * bs * nkv * hd, 0x3c));
-    L.v_cache = static_cast<__nv_bfloat16*>(filled(2 * size_t(blocks) * bs * nkv * hd, 0x3c));
+    L.k_cache = kv_pool + size_t(2 * l) * bs * kv_row;
+    L.v_cache = kv_pool + size_t(2 * l + 1) * bs * kv_row;
   }
   std::vector<int> table(static_cast<size_t>(blocks));
   for (int b = 0; b < blocks; ++b) table[size_t(b)] = b;
@@ -98,7 +101,7 @@ int main(int argc, char** argv) {
   a.slot_mapping = uploaded(std::vector<int>{ctx - 1});
   a.inv_freq = uploaded(freq);
   a.hidden = H, a.intermediate = I, a.num_q_heads = nq, a.num_kv_heads = nkv, a.head_dim = hd;
-  a.block_size = bs, a.num_slots = int64_t(blocks) * bs;
+  a.block_size = bs, a.kv_block_stride = 2 * layers * bs, a.num_slots = int64_t(blocks) * bs;
   a.eps = 1e-5f, a.scale = 0.125f;
   a.max_in_flight = in_flight;
 

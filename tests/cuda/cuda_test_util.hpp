@@ -14,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -157,6 +158,64 @@ inline std::vector<float> download(Backend& b, const Tensor& t) {
     } else FAIL("download: unsupported dtype");
   }
   return v;
+}
+
+// A paged KV cache inside the decoder's block-major pool (docs/kv-cache-layout.md): one allocation
+// [num_blocks][layers][k | v][bs][nkv][hd], the test's cache its last layer. layers = 1 instead
+// gives a packed cache (K [num_blocks, bs, nkv, hd], then V; block_stride 0). Every other layer's
+// rows hold NaN, so a kernel that reads a row of the wrong layer shows in its output and one that
+// writes there shows in download_kv.
+struct DeviceKv {
+  DeviceTensor pool;  // [num_blocks * layers * 2 * bs * nkv * hd]
+  KvLayer layer;      // views into pool
+  int64_t num_blocks, bs, nkv, hd, layers;
+
+  // Where part p (2l: layer l's K, 2l + 1: its V) of block blk starts in pool, in elements.
+  int64_t offset(int64_t blk, int64_t p) const {
+    const int64_t part = bs * nkv * hd;  // one block's k (or v) of one layer
+    return layers == 1 ? (p * num_blocks + blk) * part : (blk * layers * 2 + p) * part;
+  }
+};
+
+// k and v: the layer's values, packed [num_blocks, bs, nkv, hd].
+inline DeviceKv upload_kv(Backend& b, const std::vector<float>& k, const std::vector<float>& v, DType dt,
+                          int64_t num_blocks, int64_t bs, int64_t nkv, int64_t hd, int64_t layers = 1) {
+  const int64_t part = bs * nkv * hd, l = layers - 1;
+  REQUIRE(k.size() == size_t(num_blocks * part));
+  REQUIRE(v.size() == size_t(num_blocks * part));
+  DeviceKv d{{}, {}, num_blocks, bs, nkv, hd, layers};
+  std::vector<float> pool(size_t(num_blocks * layers * 2 * part), std::numeric_limits<float>::quiet_NaN());
+  for (int64_t blk = 0; blk < num_blocks; ++blk) {
+    std::copy_n(k.begin() + ptrdiff_t(blk * part), part, pool.begin() + ptrdiff_t(d.offset(blk, 2 * l)));
+    std::copy_n(v.begin() + ptrdiff_t(blk * part), part, pool.begin() + ptrdiff_t(d.offset(blk, 2 * l + 1)));
+  }
+  d.pool = upload(b, pool, dt, {int64_t(pool.size())});
+  auto* base = static_cast<char*>(d.pool.buf.data());
+  const size_t es = dtype_size(dt);
+  d.layer.k = Tensor::of(base + size_t(d.offset(0, 2 * l)) * es, dt, {num_blocks, bs, nkv, hd});
+  d.layer.v = Tensor::of(base + size_t(d.offset(0, 2 * l + 1)) * es, dt, {num_blocks, bs, nkv, hd});
+  d.layer.block_stride = layers > 1 ? 2 * layers * bs : 0;
+  return d;
+}
+
+// The layer's k and v, packed [num_blocks, bs, nkv, hd]; every other layer's rows must still be NaN.
+struct HostKv {
+  std::vector<float> k, v;
+};
+inline HostKv download_kv(Backend& b, const DeviceKv& d) {
+  const std::vector<float> pool = download(b, d.pool.t);
+  const int64_t part = d.bs * d.nkv * d.hd, l = d.layers - 1;
+  HostKv h;
+  int64_t stray = 0;
+  for (int64_t blk = 0; blk < d.num_blocks; ++blk)
+    for (int64_t p = 0; p < 2 * d.layers; ++p) {
+      const auto from = pool.begin() + ptrdiff_t(d.offset(blk, p));
+      if (p == 2 * l) h.k.insert(h.k.end(), from, from + part);
+      else if (p == 2 * l + 1) h.v.insert(h.v.end(), from, from + part);
+      else stray += std::count_if(from, from + part, [](float x) { return !std::isnan(x); });
+    }
+  CHECK(stray == 0);
+  return h;
 }
 
 // ||out - ref|| / ||ref||; infinity when out holds a NaN/inf (an unwritten or broken element).

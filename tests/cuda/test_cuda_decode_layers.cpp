@@ -2,9 +2,10 @@
 // its twins on fresh random layers: the per-op CUDA kernels (Backend's default decoder_layers on
 // the same backend) and the CPU backend. Head dims 64 and 128, GQA 1/4/8, with and without
 // Qwen3's q/k norms, hidden sizes that do not split evenly over the SMs, and contexts from 1 key
-// to past 2,048 (one split to 16) over scattered cache blocks.
+// to past 2,048 (one split to 16) over scattered blocks of a block-major KV pool.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -49,11 +50,13 @@ HostLayer random_layer(const Shape& s, std::mt19937& rng) {
   return L;
 }
 
-// Everything decoder_layers reads and writes, in one backend's memory.
+// Everything decoder_layers reads and writes, in one backend's memory. The caches are the
+// decoder's block-major pool (docs/kv-cache-layout.md): [num_blocks][layer][k | v][bs][nkv][hd].
 struct Placed {
   std::vector<DeviceTensor> keep;
   std::vector<DecoderLayerWeights> layers;
-  std::vector<KvLayer> caches;
+  std::vector<KvLayer> caches;  // views into kv_pool
+  Tensor kv_pool;
   Tensor x, inv_freq;
   DecoderScratch scratch;
 };
@@ -86,7 +89,21 @@ Placed place(Backend& b, const Shape& s, const std::vector<HostLayer>& host, con
       L.k_norm = put(h.k_norm, wt, {hd});
     }
     p.layers.push_back(L);
-    p.caches.push_back(KvLayer{put(k[l], kv, {num_blocks, bs, nkv, hd}), put(v[l], kv, {num_blocks, bs, nkv, hd})});
+  }
+  const int64_t L = int64_t(host.size()), part = bs * nkv * hd;  // part: one block's k (or v) of one layer
+  std::vector<float> pool(size_t(num_blocks * L * 2 * part));
+  for (int64_t blk = 0; blk < num_blocks; ++blk)
+    for (int64_t l = 0; l < L; ++l) {
+      std::copy_n(k[size_t(l)].begin() + blk * part, part, pool.begin() + (blk * L * 2 + 2 * l) * part);
+      std::copy_n(v[size_t(l)].begin() + blk * part, part, pool.begin() + (blk * L * 2 + 2 * l + 1) * part);
+    }
+  p.kv_pool = put(pool, kv, {int64_t(pool.size())});
+  auto* base = static_cast<char*>(p.kv_pool.data);
+  for (int64_t l = 0; l < L; ++l) {
+    const size_t es = dtype_size(kv);
+    p.caches.push_back(KvLayer{Tensor::of(base + size_t(2 * l * part) * es, kv, {num_blocks, bs, nkv, hd}),
+                               Tensor::of(base + size_t((2 * l + 1) * part) * es, kv, {num_blocks, bs, nkv, hd}),
+                               2 * L * bs});
   }
   p.x = put(x, act, {1, s.H});
   p.inv_freq = put(freq, DType::f32, {hd / 2});
@@ -94,17 +111,6 @@ Placed place(Backend& b, const Shape& s, const std::vector<HostLayer>& host, con
                              out(act, {1, nq, hd}),  out(act, {1, nq, hd}),  out(act, {1, 2 * s.I}),
                              out(act, {1, s.I})};
   return p;
-}
-
-std::vector<float> concat_caches(Backend& b, const Placed& p) {
-  std::vector<float> all;
-  for (const KvLayer& c : p.caches) {
-    for (const Tensor& t : {c.k, c.v}) {
-      const std::vector<float> d = download(b, t);
-      all.insert(all.end(), d.begin(), d.end());
-    }
-  }
-  return all;
 }
 
 // Chained bf16 rounding over a few layers (each layer's adds, norms and products round as the
@@ -151,8 +157,8 @@ void check_shape(Backend& gpu, Backend& cpu, const Shape& s, const std::vector<i
     CHECK(rel_error(got, want) < kLayersTol);
     CHECK(rel_error(twin, want) < kLayersTol);
     // The caches: only the current token's K/V slot changed, to what the per-op kernels write.
-    CHECK(rel_error(concat_caches(gpu, fused), concat_caches(gpu, per_op)) < 1e-3);
-    CHECK(rel_error(concat_caches(gpu, fused), concat_caches(cpu, ref)) < 1e-3);
+    CHECK(rel_error(download(gpu, fused.kv_pool), download(gpu, per_op.kv_pool)) < 1e-3);
+    CHECK(rel_error(download(gpu, fused.kv_pool), download(cpu, ref.kv_pool)) < 1e-3);
   }
 }
 

@@ -205,6 +205,9 @@ TEST_CASE("cuda matmul for decode batches (tensor-core weight streaming) matches
 }
 
 TEST_CASE("cuda rope_qkv matches the CPU and writes exactly the planned cache slots", "[cuda]") {
+  // A packed cache, and the last layer of a block-major pool of 3 (the decoder's layout).
+  const int64_t layers = GENERATE(1, 3);
+  CAPTURE(layers);
   auto gpu = cuda_backend();
   auto cpu = cpu_reference();
   std::mt19937 rng(16);
@@ -225,8 +228,8 @@ TEST_CASE("cuda rope_qkv matches the CPU and writes exactly the planned cache sl
       DeviceTensor gqn = upload(*gpu, qn, DType::bf16, {hd});
       DeviceTensor gkn = upload(*gpu, kn, DType::bf16, {hd});
       DeviceTensor gq = poisoned(*gpu, DType::bf16, {T, nq, hd});
-      DeviceTensor gk = poisoned(*gpu, DType::bf16, {num_blocks, bs, g.nkv, hd});
-      DeviceTensor gv = poisoned(*gpu, DType::bf16, {num_blocks, bs, g.nkv, hd});
+      const std::vector<float> nan_cache(size_t(cache_elems), std::numeric_limits<float>::quiet_NaN());
+      DeviceKv gkv = upload_kv(*gpu, nan_cache, nan_cache, DType::bf16, num_blocks, bs, g.nkv, hd, layers);
       DeviceTensor cqkv = upload(*cpu, qkv, DType::f32, {T, (nq + 2 * g.nkv) * hd});
       DeviceTensor cfreq = upload(*cpu, freq, DType::f32, {hd / 2});
       DeviceTensor cqn = upload(*cpu, qn, DType::f32, {hd});
@@ -241,7 +244,7 @@ TEST_CASE("cuda rope_qkv matches the CPU and writes exactly the planned cache sl
       REQUIRE(cview.has_value());
       const Tensor none;
       REQUIRE(gpu->rope_qkv(gq.t, gqkv.t, *gview, gfreq.t, qk_norm ? gqn.t : none, qk_norm ? gkn.t : none, 1e-6f,
-                            KvLayer{gk.t, gv.t})
+                            gkv.layer)
                   .has_value());
       REQUIRE(cpu->rope_qkv(cq.t, cqkv.t, *cview, cfreq.t, qk_norm ? cqn.t : none, qk_norm ? ckn.t : none, 1e-6f,
                             KvLayer{ck.t, cv.t})
@@ -249,7 +252,8 @@ TEST_CASE("cuda rope_qkv matches the CPU and writes exactly the planned cache sl
       CHECK(rel_error(download(*gpu, gq.t), download(*cpu, cq.t)) < kBf16OutputTol);
 
       // Written slots agree with the CPU; every other slot still holds the poison.
-      const auto gk_all = download(*gpu, gk.t), gv_all = download(*gpu, gv.t);
+      const HostKv gkv_all = download_kv(*gpu, gkv);
+      const std::vector<float>&gk_all = gkv_all.k, &gv_all = gkv_all.v;
       const auto ck_all = download(*cpu, ck.t), cv_all = download(*cpu, cv.t);
       std::vector<bool> written(size_t(num_blocks * bs), false);
       for (int32_t slot : plan.slot_mapping) written[size_t(slot)] = true;
@@ -280,8 +284,10 @@ namespace {
 // Attention over random bf16 K/V filling the whole cache (both backends see the same values).
 // Sequences listed in `emptied` (decodes only) get context 0 in the GPU's staged plan, as
 // the padding rows of a graph bucket do: their rows must come out exactly zero.
+// `layers` > 1: the GPU's cache is the last layer of a block-major pool of that many (DeviceKv).
 void check_attention(Backend& gpu, Backend& cpu, const std::vector<SeqSpec>& seqs, Geometry g, int64_t bs,
-                     int64_t num_blocks, std::mt19937& rng, const std::vector<int32_t>& emptied = {}) {
+                     int64_t num_blocks, std::mt19937& rng, const std::vector<int32_t>& emptied = {},
+                     int64_t layers = 1) {
   const int64_t nq = g.nkv * g.group, hd = g.hd;
   BatchPlan plan = scattered_plan(seqs, int32_t(bs), int32_t(num_blocks), rng);
   const int64_t T = plan.num_tokens();
@@ -290,8 +296,7 @@ void check_attention(Backend& gpu, Backend& cpu, const std::vector<SeqSpec>& seq
   const auto v = bf16_rounded(random_vec(rng, size_t(cache_elems), -2.f, 2.f));
   const auto q = bf16_rounded(random_vec(rng, size_t(T * nq * hd), -2.f, 2.f));
   const float scale = float(1.0 / std::sqrt(double(hd)));
-  DeviceTensor gk = upload(gpu, k, DType::bf16, {num_blocks, bs, g.nkv, hd});
-  DeviceTensor gv = upload(gpu, v, DType::bf16, {num_blocks, bs, g.nkv, hd});
+  DeviceKv gkv = upload_kv(gpu, k, v, DType::bf16, num_blocks, bs, g.nkv, hd, layers);
   DeviceTensor gq = upload(gpu, q, DType::bf16, {T, nq, hd});
   DeviceTensor gout = poisoned(gpu, DType::bf16, {T, nq, hd});
   DeviceTensor ck = upload(cpu, k, DType::f32, {num_blocks, bs, g.nkv, hd});
@@ -307,7 +312,7 @@ void check_attention(Backend& gpu, Backend& cpu, const std::vector<SeqSpec>& seq
     REQUIRE(seqs[size_t(s)].q_len == 1);
     REQUIRE(gpu.copy_to_device(const_cast<int32_t*>(gview->context_lens) + s, &zero, sizeof zero).has_value());
   }
-  REQUIRE(gpu.attention(gout.t, gq.t, KvLayer{gk.t, gv.t}, *gview, scale).has_value());
+  REQUIRE(gpu.attention(gout.t, gq.t, gkv.layer, *gview, scale).has_value());
   REQUIRE(cpu.attention(cout.t, cq.t, KvLayer{ck.t, cv.t}, *cview, scale).has_value());
   const std::vector<float> got = download(gpu, gout.t);
   std::vector<float> want = download(cpu, cout.t);
@@ -349,6 +354,12 @@ TEST_CASE("cuda paged decode attention matches the CPU (GQA, splits, ragged cont
   }
   // a block size that is not a power of two, and an odd block count
   check_attention(*gpu, *cpu, {{33, 1}, {70, 1}, {7, 1}}, Geometry{64, 2, 4}, 5, 37, rng);
+  // the last layer of a block-major pool (the decoder's layout): split and one-split launches
+  check_attention(*gpu, *cpu, {{1, 1}, {17, 1}, {300, 1}, {2100, 1}}, Geometry{64, 8, 4}, 16, 170, rng, {}, 4);
+  std::vector<SeqSpec> many;
+  for (int i = 0; i < 40; ++i) many.push_back({1 + (i * 37) % 250, 1});
+  check_attention(*gpu, *cpu, many, Geometry{128, 8, 4}, 16, blocks_for(many, 16), rng, {}, 3);
+  check_attention(*gpu, *cpu, {{33, 1}, {70, 1}, {7, 1}}, Geometry{64, 2, 4}, 5, 37, rng, {}, 2);
 }
 
 // The decode kernel picks how many of the launch's context splits a sequence
@@ -465,7 +476,11 @@ TEST_CASE("cuda paged decode attention: the single-pass kernel for one sequence 
       }
       const std::vector<SeqSpec> one{{40, 1}};
       check_attention(*gpu, *cpu, one, g, 16, blocks_for(one, 16), rng, {0});  // context 0
-      ++expected;
+      // the last layer of a block-major pool (the decoder's layout)
+      const std::vector<SeqSpec> pooled{{bound - 16 + 3, 1}};
+      check_attention(*gpu, *cpu, pooled, g, 16, blocks_for(pooled, 16), rng, {}, 3);
+      check_attention(*gpu, *cpu, {{37, 1}}, g, 5, 20, rng, {}, 2);
+      expected += 3;
     }
   CHECK(cuda_single_pass_attention_launches(*gpu) == expected);
   // Past the bound, and for two sequences, the split kernel serves the same backend.
@@ -541,8 +556,10 @@ namespace {
 // `pair` (a CUDA backend running rope_qkv then attention), per sequence. The cache's planned slots
 // must hold what the CPU wrote, every other slot its old value. Rows listed in `padded` get context
 // 0 and slot -1 in the CUDA plans, as a graph bucket's padding rows do: a zero row, no cache write.
+// `layers` > 1: the CUDA caches are the last layer of a block-major pool of that many (DeviceKv).
 void check_rope_attention(Backend& fused, Backend& pair, Backend& cpu, const std::vector<SeqSpec>& seqs, Geometry g,
-                          bool qk_norm, int64_t bs, std::mt19937& rng, const std::vector<int32_t>& padded = {}) {
+                          bool qk_norm, int64_t bs, std::mt19937& rng, const std::vector<int32_t>& padded = {},
+                          int64_t layers = 1) {
   const int64_t nq = g.nkv * g.group, hd = g.hd, num_blocks = blocks_for(seqs, bs);
   const BatchPlan plan = scattered_plan(seqs, int32_t(bs), int32_t(num_blocks), rng);
   const int64_t S = plan.num_seqs(), row = g.nkv * hd, width = (nq + 2 * g.nkv) * hd;
@@ -558,8 +575,7 @@ void check_rope_attention(Backend& fused, Backend& pair, Backend& cpu, const std
     std::vector<float> out, k, v, q;  // q: the scratch
   };
   auto run = [&](Backend& b, DType dt, bool pad) {
-    DeviceTensor dk = upload(b, k, dt, {num_blocks, bs, g.nkv, hd});
-    DeviceTensor dv = upload(b, v, dt, {num_blocks, bs, g.nkv, hd});
+    DeviceKv dkv = upload_kv(b, k, v, dt, num_blocks, bs, g.nkv, hd, dt == DType::bf16 ? layers : 1);
     DeviceTensor dqkv = upload(b, qkv, dt, {S, width});
     DeviceTensor dfreq = upload(b, freq, DType::f32, {hd / 2});
     DeviceTensor dqn = upload(b, qn, dt, {hd});
@@ -575,9 +591,10 @@ void check_rope_attention(Backend& fused, Backend& pair, Backend& cpu, const std
     }
     const Tensor none;
     REQUIRE(b.rope_attention(dout.t, dq.t, dqkv.t, *view, dfreq.t, qk_norm ? dqn.t : none, qk_norm ? dkn.t : none,
-                             1e-6f, KvLayer{dk.t, dv.t}, scale)
+                             1e-6f, dkv.layer, scale)
                 .has_value());
-    return Run{download(b, dout.t), download(b, dk.t), download(b, dv.t), download(b, dq.t)};
+    HostKv kv = download_kv(b, dkv);
+    return Run{download(b, dout.t), std::move(kv.k), std::move(kv.v), download(b, dq.t)};
   };
   const Run want = run(cpu, DType::f32, false);
   const Run got = run(fused, DType::bf16, true);
@@ -650,6 +667,15 @@ TEST_CASE("cuda rope_attention: RoPE inside decode attention matches the CPU and
     }
   // a block size that is not a power of two
   check_rope_attention(*fused, *pair, *cpu, {{33, 1}, {70, 1}, {7, 1}}, Geometry{64, 2, 4}, true, 5, rng);
+  // the last layer of a block-major pool (the decoder's layout): one sequence (the single-pass
+  // kernel where chosen), one past its bound, and a batch with a padding row
+  for (Geometry g : {Geometry{64, 8, 4}, Geometry{128, 8, 1}}) {
+    CAPTURE(g.hd, g.group);
+    check_rope_attention(*fused, *pair, *cpu, {{190, 1}}, g, g.hd == 128, 16, rng, {}, 3);
+    check_rope_attention(*fused, *pair, *cpu, {{4097, 1}}, g, false, 16, rng, {}, 2);
+    check_rope_attention(*fused, *pair, *cpu, {{1, 1}, {200, 1}, {37, 1}, {90, 1}}, g, true, 16, rng, {2}, 4);
+  }
+  check_rope_attention(*fused, *pair, *cpu, {{33, 1}, {70, 1}, {7, 1}}, Geometry{64, 2, 4}, true, 5, rng, {}, 2);
   // Contexts inside the single-pass bound at both head dims, one and a few sequences.
   for (bool qk_norm : {false, true})
     for (Geometry g : {Geometry{64, 8, 4}, Geometry{128, 8, 4}, Geometry{128, 4, 8}}) {
@@ -673,6 +699,10 @@ TEST_CASE("cuda prefill attention matches the CPU (chunks over cached prefixes, 
   }
   check_attention(*gpu, *cpu, {{33, 10}, {70, 70}, {7, 1}}, Geometry{64, 2, 4}, 5, 37, rng);
   check_attention(*gpu, *cpu, {{1500, 1500}}, Geometry{128, 1, 4}, 16, 95, rng);
+  // the last layer of a block-major pool (the decoder's layout)
+  check_attention(*gpu, *cpu, {{37, 37}, {300, 45}, {1, 1}, {129, 129}, {900, 1}, {65, 64}}, Geometry{64, 8, 4}, 16,
+                  101, rng, {}, 3);
+  check_attention(*gpu, *cpu, {{33, 10}, {70, 70}, {7, 1}}, Geometry{128, 2, 4}, 5, 37, rng, {}, 2);
 }
 
 TEST_CASE("cuda ops reject mismatched tensors with an error", "[cuda]") {
@@ -703,6 +733,18 @@ TEST_CASE("cuda ops reject mismatched tensors with an error", "[cuda]") {
   auto e = gpu->embed(eout.t, T, *v1);
   REQUIRE_FALSE(e.has_value());
   CHECK(e.error().code == Errc::invalid_state);
+  // a KV block stride shorter than a block would overlap blocks
+  BatchPlan p3 = scattered_plan({{5, 1}}, 16, 4, rng, 10);
+  auto v3 = gpu->stage_plan(p3);
+  REQUIRE(v3.has_value());
+  const std::vector<float> kv(size_t(4 * 16 * 2 * 64), 0.f);
+  DeviceKv cache = upload_kv(*gpu, kv, kv, DType::bf16, 4, 16, 2, 64, 2);
+  cache.layer.block_stride = 15;
+  DeviceTensor q = upload(*gpu, random_vec(rng, 8 * 64), DType::bf16, {1, 8, 64});
+  DeviceTensor aout = poisoned(*gpu, DType::bf16, {1, 8, 64});
+  auto a = gpu->attention(aout.t, q.t, cache.layer, *v3, 0.125f);
+  REQUIRE_FALSE(a.has_value());
+  CHECK(a.error().code == Errc::invalid_argument);
 }
 
 TEST_CASE("make_cuda_backend reports a missing device as an error", "[cuda]") {

@@ -22,6 +22,7 @@ struct Case {
   bool qk_norm;       // Qwen3-style per-head norms: the unfused sequence on every backend
   DType norm_dtype;   // of the input norm's weights: f32 runs the unfused sequence
   bool padded;        // CUDA runs only: context 0 and slot -1, a graph bucket's padding row
+  int64_t layers = 1; // CUDA runs only: > 1, the cache is the last layer of a block-major pool (DeviceKv)
 };
 
 struct Outputs {
@@ -38,8 +39,7 @@ Outputs run_op(Backend& b, DType dt, const Case& c, const BatchPlan& plan, bool 
   DeviceTensor dx = upload(b, x, dt, {1, c.K});
   DeviceTensor dn = upload(b, norm_w, dt == DType::f32 ? DType::f32 : c.norm_dtype, {c.K});
   DeviceTensor dw = upload(b, w, DType::bf16, {width, c.K});
-  DeviceTensor dk = upload(b, k, dt, {num_blocks, c.bs, g.nkv, hd});
-  DeviceTensor dv = upload(b, v, dt, {num_blocks, c.bs, g.nkv, hd});
+  DeviceKv dkv = upload_kv(b, k, v, dt, num_blocks, c.bs, g.nkv, hd, dt == DType::bf16 ? c.layers : 1);
   DeviceTensor dfreq = upload(b, freq, DType::f32, {hd / 2});
   DeviceTensor dqn = upload(b, qn, dt, {hd});
   DeviceTensor dkn = upload(b, kn, dt, {hd});
@@ -59,9 +59,10 @@ Outputs run_op(Backend& b, DType dt, const Case& c, const BatchPlan& plan, bool 
   const Tensor none;
   const float scale = float(1.0 / std::sqrt(double(hd)));
   REQUIRE(b.rmsnorm_qkv_attention(dout.t, dx.t, dn.t, W, dh.t, dqkv.t, dq.t, *view, dfreq.t, c.qk_norm ? dqn.t : none,
-                                  c.qk_norm ? dkn.t : none, 1e-5f, KvLayer{dk.t, dv.t}, scale)
+                                  c.qk_norm ? dkn.t : none, 1e-5f, dkv.layer, scale)
               .has_value());
-  return Outputs{download(b, dout.t), download(b, dk.t), download(b, dv.t),
+  HostKv kv = download_kv(b, dkv);
+  return Outputs{download(b, dout.t), std::move(kv.k), std::move(kv.v),
                  download(b, dq.t),   download(b, dqkv.t), download(b, dh.t)};
 }
 
@@ -154,6 +155,13 @@ TEST_CASE("cuda rmsnorm_qkv_attention: RoPE in the qkv GEMV's epilogue matches t
   check_case(*fused, *pair, *cpu, Case{Geometry{64, 8, 4}, 2048, 33, 16, false, DType::bf16, true}, rng);
   check_case(*fused, *pair, *cpu, Case{Geometry{128, 8, 2}, 2048, 40, 16, true, DType::bf16, false}, rng);
   check_case(*fused, *pair, *cpu, Case{Geometry{64, 8, 4}, 2048, 40, 16, false, DType::f32, false}, rng);
+  // The last layer of a block-major pool (the decoder's layout): the epilogue's cache write, a
+  // padding row, a block size that is not a power of two, and the unfused sequence.
+  check_case(*fused, *pair, *cpu, Case{Geometry{64, 8, 4}, 2048, 300, 16, false, DType::bf16, false, 3}, rng);
+  check_case(*fused, *pair, *cpu, Case{Geometry{128, 8, 4}, 4096, 17, 16, false, DType::bf16, false, 2}, rng);
+  check_case(*fused, *pair, *cpu, Case{Geometry{64, 8, 4}, 2048, 33, 16, false, DType::bf16, true, 3}, rng);
+  check_case(*fused, *pair, *cpu, Case{Geometry{64, 8, 4}, 2048, 70, 5, false, DType::bf16, false, 4}, rng);
+  check_case(*fused, *pair, *cpu, Case{Geometry{128, 8, 2}, 2048, 40, 16, true, DType::bf16, false, 3}, rng);
 }
 
 TEST_CASE("cuda rmsnorm_qkv_attention rejects inconsistent tensors with an error", "[cuda][attention]") {

@@ -47,14 +47,19 @@ class DecoderModel final : public Model {
     kv_buffer_ = Buffer();
     const size_t bytes = kv_bytes_per_block(block_size) * size_t(num_blocks);
     PHOTON_ASSIGN_OR_RETURN(kv_buffer_, backend_.allocate(bytes));
+    // Block-major (docs/kv-cache-layout.md): [num_blocks][layer][k | v][block_size][nkv][hd], so the
+    // blocks a sequence holds are contiguous runs whatever the pool size, and layer l's k (v) rows of
+    // block b sit b * 2 * L * block_size rows after its base.
     const DType dt = backend_.kv_dtype();
-    const size_t per_tensor = bytes / (2 * size_t(config_.num_layers));
+    const size_t rows_per_tensor_block = size_t(block_size);  // one layer's k (or v) of one block
+    const size_t row_bytes = size_t(config_.kv_dim()) * dtype_size(dt);
     auto* base = static_cast<char*>(kv_buffer_.data());
+    const std::initializer_list<int64_t> dims = {num_blocks, block_size, config_.num_kv_heads, config_.head_dim};
     for (int32_t l = 0; l < config_.num_layers; ++l) {
       KvLayer layer;
-      const std::initializer_list<int64_t> dims = {num_blocks, block_size, config_.num_kv_heads, config_.head_dim};
-      layer.k = Tensor::of(base + (2 * size_t(l)) * per_tensor, dt, dims);
-      layer.v = Tensor::of(base + (2 * size_t(l) + 1) * per_tensor, dt, dims);
+      layer.k = Tensor::of(base + (2 * size_t(l)) * rows_per_tensor_block * row_bytes, dt, dims);
+      layer.v = Tensor::of(base + (2 * size_t(l) + 1) * rows_per_tensor_block * row_bytes, dt, dims);
+      layer.block_stride = 2 * int64_t(config_.num_layers) * block_size;
       kv_layers_.push_back(layer);
     }
     PHOTON_TRY(backend_.fill_zero(Tensor::of(kv_buffer_.data(), DType::i8, {int64_t(bytes)})));

@@ -745,6 +745,14 @@ TEST_CASE("cuda ops reject mismatched tensors with an error", "[cuda]") {
   auto a = gpu->attention(aout.t, q.t, cache.layer, *v3, 0.125f);
   REQUIRE_FALSE(a.has_value());
   CHECK(a.error().code == Errc::invalid_argument);
+  // a pool whose rows (num_blocks * stride) pass the kernels' int32 row index: refused before any
+  // launch (the views claim 2^27 blocks over a small buffer, which nothing reads)
+  KvLayer huge = cache.layer;
+  huge.k.shape[0] = huge.v.shape[0] = int64_t(1) << 27;
+  huge.block_stride = 32;
+  auto h = gpu->attention(aout.t, q.t, huge, *v3, 0.125f);
+  REQUIRE_FALSE(h.has_value());
+  CHECK(h.error().code == Errc::out_of_range);
 }
 
 TEST_CASE("make_cuda_backend reports a missing device as an error", "[cuda]") {

@@ -61,9 +61,10 @@ __device__ __forceinline__ int rope_column(int hd, int p, int hi) {
 }
 
 // What rope_store needs besides the pair's values: the rotation's sine and cosine and the cache
-// row of the token's slot (-1: no K/V write). They depend only on the step's plan (staged by a copy before the step's first kernel) and
-// the model's inv_freq, so a block reads and computes them before pdl_wait(); read in the epilogue,
-// they put an L2 round trip behind the block's weight stream at the end of every qkv block.
+// row of the token's slot (-1: no K/V write). They depend only on the step's plan (staged by a
+// copy before the step's first kernel) and the model's inv_freq, so a block reads and computes
+// them before pdl_wait(); read in the epilogue, they put an L2 round trip behind the block's weight
+// stream at the end of every qkv block.
 struct RopePair {
   float s = 0.f, c = 0.f;
   int64_t row = -1;

@@ -51,14 +51,14 @@ class DecoderModel final : public Model {
     // blocks a sequence holds are contiguous runs whatever the pool size, and layer l's k (v) rows of
     // block b sit b * 2 * L * block_size rows after its base.
     const DType dt = backend_.kv_dtype();
-    const size_t rows_per_tensor_block = size_t(block_size);  // one layer's k (or v) of one block
-    const size_t row_bytes = size_t(config_.kv_dim()) * dtype_size(dt);
+    // One layer's k (or v) of one block.
+    const size_t part_bytes = size_t(block_size) * size_t(config_.kv_dim()) * dtype_size(dt);
     auto* base = static_cast<char*>(kv_buffer_.data());
     const std::initializer_list<int64_t> dims = {num_blocks, block_size, config_.num_kv_heads, config_.head_dim};
     for (int32_t l = 0; l < config_.num_layers; ++l) {
       KvLayer layer;
-      layer.k = Tensor::of(base + (2 * size_t(l)) * rows_per_tensor_block * row_bytes, dt, dims);
-      layer.v = Tensor::of(base + (2 * size_t(l) + 1) * rows_per_tensor_block * row_bytes, dt, dims);
+      layer.k = Tensor::of(base + (2 * size_t(l)) * part_bytes, dt, dims);
+      layer.v = Tensor::of(base + (2 * size_t(l) + 1) * part_bytes, dt, dims);
       layer.block_stride = 2 * int64_t(config_.num_layers) * block_size;
       kv_layers_.push_back(layer);
     }

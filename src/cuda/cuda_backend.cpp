@@ -312,7 +312,8 @@ class CudaBackend final : public Backend {
         if (cuda::gemv_applies(*g)) {
           PHOTON_TRY(cuda::launch_gemv(*g, stream_));
           screen_used_ = cuda::ScreenArgs{g->bound, x.data, norm_w.data, eps, W.w.data, g->K,
-                                          static_cast<unsigned long long*>(screen_rescored_.data())};
+                                          static_cast<unsigned long long*>(screen_rescored_.data()),
+                                          std::clamp(options_.screen_prefetch_rows, 0, cuda::kScreenKeep)};
           return {};
         }
       }
@@ -1401,6 +1402,8 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   override_from_env("PHOTON_CUDA_SAMPLE_IN_GRAPH", opts.sample_in_graph);
   override_from_env("PHOTON_CUDA_PLAN_COPY_STREAM", opts.plan_copy_stream);
   override_from_env("PHOTON_CUDA_LM_HEAD_SCREEN", opts.lm_head_screen);
+  if (const char* e = std::getenv("PHOTON_CUDA_SCREEN_PREFETCH_ROWS"); e != nullptr && e[0] >= '0' && e[0] <= '9')
+    opts.screen_prefetch_rows = int32_t(std::atoi(e));
   override_from_env("PHOTON_CUDA_GEMV_NORM", opts.gemv_norm);
   override_from_env("PHOTON_CUDA_GEMV_STAGE_X", opts.gemv_stage_x);
   override_from_env("PHOTON_CUDA_GEMV_ROPE", opts.gemv_rope);

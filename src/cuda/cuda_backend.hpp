@@ -115,6 +115,10 @@ struct CudaBackendOptions {
   // head's; logprobs within the bound. Needs int8_one_row_gemv and gemv_norm.
   // PHOTON_CUDA_LM_HEAD_SCREEN=0 / 1 overrides it.
   bool lm_head_screen = true;
+  // bf16 rows each screened-draw block prefetches into L2 (ScreenArgs::prefetch_rows: its best id's,
+  // then its first candidates'), for the last block's exact logits. PHOTON_CUDA_SCREEN_PREFETCH_ROWS
+  // overrides it (measurements).
+  int32_t screen_prefetch_rows = 1;
   // One-row products that read a norm's output (Backend::rmsnorm_matmul / rmsnorm_matmul_silu:
   // qkv, gate/up + SwiGLU from kSwiGluGemvMinK, the LM head) norm x inside the GEMV (GemvArgs::
   // norm_w) when the norm weights are bf16: no norm kernel (Llama-3.2-1B -0.7 to -1.8%, Qwen3-8B

@@ -111,12 +111,15 @@ Status launch_sample_one_pass(const SampleArgs& a, int32_t num_sms, cudaStream_t
 // One greedy or Gumbel-max row (the one-pass kernel's rows) whose logits [V] are the screen's int8
 // product (gemv.cuh, GemvArgs::bound) with per-id bounds: the id drawn is the one the exact bf16
 // logits give. Each block of the one-row one-pass grid scores its 1024 ids by their bounds and keeps
-// those the bounds cannot rule out within its slice (at most kScreenKeep; their bf16 rows
-// prefetched into L2), and stages the normed row; the last block rescores the survivors with the
-// bf16 head (one warp and one K * 2 byte row each) and corrects the log-sum-exp with their exact
-// logits. The chosen id's logprob is within max bound of the exact one. Bandwidth model: reads
-// V * 8 bytes (logits and bounds), writes and re-reads 288 bytes per slice, reads K * 4 bytes of x
-// and the norm weights per block from L2 and K * 2 bytes per survivor from DRAM.
+// those the bounds cannot rule out within its slice (at most kScreenKeep; the first prefetch_rows
+// of their bf16 rows prefetched into L2). The last block merges the lists: where one id survives
+// (the usual case) it is the draw, and the whole block computes its exact logit for the logprob
+// only, its loads issued as soon as the headers name it; else it stages the normed row and rescores
+// the survivors with the bf16 head (one warp and one K * 2 byte row each). Either way the
+// log-sum-exp is corrected with the survivors' exact logits: the logprob is within the largest
+// bound of the ids not rescored. Bandwidth model: reads V * 8 bytes (logits and bounds), writes and
+// re-reads 288 bytes per slice, then K * 4 bytes of x and the norm weights from L2 and K * 2 bytes
+// per survivor from DRAM.
 struct ScreenArgs {
   const float* bound = nullptr;          // [V] f32: |logits - exact logits| <= bound
   const void* x = nullptr;               // [K] bf16: the LM head's input row (the residual stream)
@@ -125,6 +128,8 @@ struct ScreenArgs {
   const void* w = nullptr;               // [V, K] bf16: the head the screen quantizes
   int32_t K = 0;
   unsigned long long* rescored = nullptr;  // optional: += the ids the draw rescored (its last block)
+  // bf16 rows each block prefetches into L2 (0..32): at 1 its best id's, then its first kept ids'.
+  int32_t prefetch_rows = 0;
 };
 constexpr int32_t kScreenKeep = 32;
 constexpr int64_t kScreenMaxRowBytes = 32 * 1024;  // K * 2: the last block stages the normed row

@@ -29,7 +29,7 @@ constexpr int kFlagSlow = 4;        // a block kept more than kKeep: the last bl
 // the ids whose upper score reaches its own best lower score (at most kKeep of `count`, in no
 // particular order) with those upper scores.
 struct ScreenPartial {
-  Partial head;  // score = the best lower score, pad[0] = count
+  Partial head;  // score = the best lower score, pad[0] = count, pad[1] = the best id's screen logit (bits)
   int ids[kKeep];
   float his[kKeep];
 };
@@ -85,8 +85,6 @@ struct Rescored {
   float corr;
 };
 
-constexpr int kPrefetchRows = 4;  // candidate rows a block prefetches into L2
-
 // Starts bringing `bytes` (a multiple of 16; 16-byte aligned) of global memory at p into L2.
 __device__ __forceinline__ void prefetch_row_l2(const void* p, int bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -95,6 +93,54 @@ __device__ __forceinline__ void prefetch_row_l2(const void* p, int bytes) {
   for (int o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const char*>(p) + o));
 #endif
 }
+
+// One bf16 row's dot product with y = bf16(x * norm_w) and x's sum of squares, over a block: thread
+// t takes chunks t, t + kThreads, ... . load() issues the loads of its first kEarly chunks (K <= 8
+// kEarly kThreads) so that their latency overlaps other work; add() consumes them (loading any
+// later chunks then) into the thread's partial sums. Not the GEMV's order (the sums differ from
+// its value in the last bits): for a logprob, never for a choice. Reads K * 2 bytes each of the
+// row, x and norm_w.
+struct BlockRowDot {
+  static constexpr int kEarly = 2;
+  uint4 w[kEarly], x[kEarly], g[kEarly];
+  __device__ __forceinline__ void load(const bf16* row, const bf16* xr, const bf16* gr, int K) {
+#pragma unroll
+    for (int u = 0; u < kEarly; ++u) {
+      const int c = int(threadIdx.x) + u * kThreads;
+      if (c < K / 8) {
+        w[u] = __ldcs(reinterpret_cast<const uint4*>(row) + c);
+        x[u] = __ldg(reinterpret_cast<const uint4*>(xr) + c);
+        g[u] = __ldg(reinterpret_cast<const uint4*>(gr) + c);
+      }
+    }
+  }
+  static __device__ __forceinline__ void accumulate(const uint4& wv, const uint4& xv, const uint4& gv, float& dot,
+                                                    float& ss) {
+    float wf[8], xf[8], yf[8];
+    unpack_bf16x8(xv, xf);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) ss += xf[e] * xf[e];
+    uint4 y;
+    const bf162* xh = reinterpret_cast<const bf162*>(&xv);
+    const bf162* gh = reinterpret_cast<const bf162*>(&gv);
+    bf162* yh = reinterpret_cast<bf162*>(&y);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) yh[k] = __hmul2(xh[k], gh[k]);
+    unpack_bf16x8(y, yf);
+    unpack_bf16x8(wv, wf);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) dot += wf[e] * yf[e];
+  }
+  __device__ __forceinline__ void add(const bf16* row, const bf16* xr, const bf16* gr, int K, float& dot, float& ss) const {
+    int c = int(threadIdx.x);
+#pragma unroll
+    for (int u = 0; u < kEarly; ++u, c += kThreads)
+      if (c < K / 8) accumulate(w[u], x[u], g[u], dot, ss);
+    for (; c < K / 8; c += kThreads)
+      accumulate(__ldcs(reinterpret_cast<const uint4*>(row) + c), __ldg(reinterpret_cast<const uint4*>(xr) + c),
+                 __ldg(reinterpret_cast<const uint4*>(gr) + c), dot, ss);
+  }
+};
 
 // Sorts cand[0 .. n) (distinct ids) ascending, through `tmp` (n ints): each id's rank is the count of
 // smaller ids. n is small (the ids the bounds cannot rule out), so O(n^2 / threads) compares.
@@ -111,9 +157,10 @@ __device__ __forceinline__ void sort_ids(int* cand, int* tmp, int n) {
 }
 
 // Grid: `slices` blocks of kThreads over one row (one quad of 4 ids per thread: one_pass_slices at
-// one row with quads_per_thread 1); dynamic shared memory K * 2 bytes: every block stages y =
-// bf16(x * norm_w) and x's squares as the GEMV does (their loads overlap the logits'), so that the
-// last block to arrive has them at hand.
+// one row with quads_per_thread 1); dynamic shared memory K * 2 bytes: the last block stages y =
+// bf16(x * norm_w) there, as the GEMV does, when it has ids to rescore. Where the bounds leave one
+// candidate (C = {c}, the usual case: docs/lm-head-screen.md) nothing is rescored: c is the draw
+// whatever its exact logit, which the whole block then sums (BlockRowDot) for the logprob alone.
 template <bool kVec>
 __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a, ScreenArgs s, int slices) {
   const StepTraceScope step_trace_scope(step_trace_tag(kTraceSampleOnePass, 1, a.vocab, slices));
@@ -122,8 +169,10 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   __shared__ float squares[kWarps];
   __shared__ bool last;
   __shared__ int kept, cand_n;
+  __shared__ float best_zt;  // the screen logit of the block's best id; in the last block, of the row's
   __shared__ int cand[kRound], sorted_tmp[kRound];
   __shared__ Rescored warp_results[kWarps];
+  __shared__ float sole_dot[kWarps], sole_ss[kWarps];  // the sole survivor's exact logit, by warp
   extern __shared__ uint4 staged[];  // [K / 8]: y = bf16(x * norm_w)
   const int slice = int(blockIdx.x), tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int V = a.vocab;
@@ -140,10 +189,10 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   float zt[1][4], e[1][4];
   chunk_load<1, kVec>(l, quad, 1, V, zt);
   chunk_load<1, kVec>(s.bound, quad, 1, V, e);
-  const float ss = gemv_row::stage_normed_row<kThreads>(static_cast<const bf16*>(s.x),
-                                                        static_cast<const bf16*>(s.norm_w), s.K, staged);
-  if (lane == 0) squares[warp] = ss;
-  if (tid == 0) kept = 0;
+  if (tid == 0) {
+    kept = 0;
+    best_zt = NAN;
+  }
 
   Acc acc{{-INFINITY, INT_MAX}, -INFINITY, 0.f, 0};
   float hi[4];
@@ -169,7 +218,14 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   } else {
     acc.max = fmaxf(acc.max, cmax);
   }
-  acc = block_merge(acc, shared);  // its barriers also publish kept, squares and staged
+  acc = block_merge(acc, shared);  // its barriers also publish kept and best_zt's reset
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (4 * quad + j == acc.best.id) {
+      best_zt = zt[0][j];
+      // The row the last block reads where this id is the row's sole survivor: into L2 now.
+      if (s.prefetch_rows > 0) prefetch_row_l2(head + int64_t(acc.best.id) * s.K, s.K * 2);
+    }
 
   // The slice's candidates: hi >= its best lower score (in any order; at most kKeep stored). A
   // block whose best lower score is -inf keeps every id: more than kKeep, so the last block scans.
@@ -185,15 +241,16 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
         mine.his[pos] = hi[j];
         wrote = true;
       }
-      // The last block rescores it with its bf16 row: bring the row into L2 now (the few first).
-      if (pos < kPrefetchRows) prefetch_row_l2(head + int64_t(id) * s.K, s.K * 2);
+      // Where the last block rescores it (more than one survivor), with its bf16 row: the first
+      // prefetch_rows - 1 rows into L2 now.
+      if (pos < s.prefetch_rows - 1) prefetch_row_l2(head + int64_t(id) * s.K, s.K * 2);
     }
   if (wrote) __threadfence();  // the entries are visible device-wide before the block arrives
   __syncthreads();
   if (tid == 0) {
     const int count = kept;
     mine.head = Partial{acc.best.v, acc.best.id, acc.max, acc.sum, acc.flags | (count > kKeep ? kFlagSlow : 0),
-                        {count, 0, 0}};
+                        {count, __float_as_int(best_zt), 0}};
     __threadfence();
     last = atomicAdd(&a.one_pass_arrivals[0], 1) == slices - 1;
   }
@@ -204,12 +261,17 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   __threadfence();
   constexpr int kSlicesPerThread = 3;  // one_pass_slices: at most 4 blocks per SM, <= 3 * kThreads here
   Acc r{{-INFINITY, INT_MAX}, -INFINITY, 0.f, 0};
+  int head_id[kSlicesPerThread];
+  float head_zt[kSlicesPerThread];
 #pragma unroll
   for (int u = 0; u < kSlicesPerThread; ++u) {
     const int sl = tid + u * kThreads;
+    head_id[u] = -1;
     if (sl < slices) {
       const Partial* p = &partials[sl].head;  // written by other blocks: read through L2
-      merge(r, Acc{{__ldcg(&p->score), __ldcg(&p->id)}, __ldcg(&p->max), __ldcg(&p->sum), __ldcg(&p->flags)});
+      head_id[u] = __ldcg(&p->id);
+      head_zt[u] = __int_as_float(__ldcg(&p->pad[1]));
+      merge(r, Acc{{__ldcg(&p->score), head_id[u]}, __ldcg(&p->max), __ldcg(&p->sum), __ldcg(&p->flags)});
     }
   }
   // The lists of the first kThreads / 2 slices (all of them where slices <= kThreads / 2), loaded
@@ -231,17 +293,35 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
   }
   if (tid == 0) cand_n = 0;
   r = block_merge(r, shared);
-  const float norm = gemv_row::norm_scale<kWarps>(squares, s.K, s.eps);
+#pragma unroll
+  for (int u = 0; u < kSlicesPerThread; ++u)
+    if (head_id[u] == r.best.id) best_zt = head_zt[u];  // published by the barrier after the gather
   const float L = r.best.v, M = r.max;
   int status = kSampleOk;
   if (r.flags & kFlagBad) status = kSampleBadLogit;
   else if (r.max == -INFINITY) status = kSampleAllMasked;
   else if (r.flags & kFlagOverflow) status = kSampleTempOverflow;
+  // The best lower score's id is in C, and most often alone there: its row's loads go out now, while
+  // the lists are gathered, for its exact logit (the logprob's).
+  const bool sole_early = want_lse && status == kSampleOk && !(r.flags & kFlagSlow) && r.best.id < V;
+  const bf16* sole_row = head + int64_t(sole_early ? r.best.id : 0) * s.K;
+  BlockRowDot sole;
+  if (sole_early) sole.load(sole_row, static_cast<const bf16*>(s.x), static_cast<const bf16*>(s.norm_w), s.K);
 
   Rescored mine_r{{-INFINITY, INT_MAX}, NAN, 0.f};
+  // Stages y = bf16(x * norm_w) and returns the RMSNorm scale; every thread must call it, once.
+  float norm = NAN;
+  auto stage = [&] {
+    const float ss = gemv_row::stage_normed_row<kThreads>(static_cast<const bf16*>(s.x),
+                                                          static_cast<const bf16*>(s.norm_w), s.K, staged);
+    if (lane == 0) squares[warp] = ss;
+    __syncthreads();
+    norm = gemv_row::norm_scale<kWarps>(squares, s.K, s.eps);
+  };
   // Rescores cand[0 .. n), sorted by id: warp w takes w, w + kWarps, ... (a fixed order, so the
   // float sums are deterministic).
   int rescored = 0;  // thread 0: the ids rescore() took
+  int only = -1;     // C = {only}: the draw, not rescored
   auto rescore = [&](int n) {
     rescored += n;
     if (n > 1) sort_ids(cand, sorted_tmp, n);  // n is the block's: every thread or none
@@ -286,10 +366,27 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
       __syncthreads();
       step_trace_mark(0);  // the last block has its candidates
       const int n = cand_n;
-      if (n <= kRound) rescore(n);
-      else r.flags |= kFlagSlow;
+      if (n == 1 && cand[0] == r.best.id) {
+        only = cand[0];  // the best lower score's id, and no other upper score reaches it
+        if (sole_early) {
+          float dot = 0.f, ss = 0.f;
+          sole.add(sole_row, static_cast<const bf16*>(s.x), static_cast<const bf16*>(s.norm_w), s.K, dot, ss);
+          dot = warp_sum(dot);
+          ss = warp_sum(ss);
+          if (lane == 0) {
+            sole_dot[warp] = dot;
+            sole_ss[warp] = ss;
+          }
+        }
+      } else if (n <= kRound) {
+        stage();
+        rescore(n);
+      } else {
+        r.flags |= kFlagSlow;
+      }
     }
     if (r.flags & kFlagSlow) {
+      stage();
       // Every id of every slice whose upper score reaches L, a slice (at most kRound ids) at a time.
       for (int sl = 0; sl < slices; ++sl) {
         const int q = sl * kThreads + tid;
@@ -335,6 +432,18 @@ __global__ void __launch_bounds__(kThreads) sample_screened_kernel(SampleArgs a,
     int token = -1;
     float logprob = NAN;
     if (status == kSampleOk) {
+      if (only >= 0) {
+        best.best.id = only;
+        if (want_lse) {  // sole_early: its exact logit, in place of its screen logit in the LSE
+          float dot = 0.f, ss = 0.f;
+          for (int w = 0; w < kWarps; ++w) {
+            dot += sole_dot[w];
+            ss += sole_ss[w];
+          }
+          best.z = dot * rsqrtf(ss / float(s.K) + s.eps);
+          corr = expf(best.z - M) - expf(best_zt - M);
+        }
+      }
       token = best.best.id;
       if (want_lse) logprob = best.z - (M + logf(fmaxf(r.sum + corr, FLT_MIN)));
     }

@@ -116,7 +116,8 @@ struct CudaBackendOptions {
   // PHOTON_CUDA_LM_HEAD_SCREEN=0 / 1 overrides it.
   bool lm_head_screen = true;
   // bf16 rows each screened-draw block prefetches into L2 (ScreenArgs::prefetch_rows: its best id's,
-  // then its first candidates'), for the last block's exact logits. PHOTON_CUDA_SCREEN_PREFETCH_ROWS
+  // then its first candidates'), for the last block's exact logits: 1 measured level with 0 or up
+  // to 0.1 us per token faster (docs/performance.md, row 113). PHOTON_CUDA_SCREEN_PREFETCH_ROWS
   // overrides it (measurements).
   int32_t screen_prefetch_rows = 1;
   // One-row products that read a norm's output (Backend::rmsnorm_matmul / rmsnorm_matmul_silu:

@@ -9,6 +9,22 @@
 
 namespace photon::cuda::gemv_row {
 
+// One 16-byte chunk of y = bf16(x * norm_w) from x's chunk xv and the norm weights' gv (8 bf16
+// each); adds the chunk's squares of x to ss.
+__device__ __forceinline__ uint4 normed_chunk(const uint4& xv, const uint4& gv, float& ss) {
+  float xf[8];
+  unpack_bf16x8(xv, xf);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) ss += xf[e] * xf[e];
+  uint4 p;
+  const bf162* xh = reinterpret_cast<const bf162*>(&xv);
+  const bf162* gh = reinterpret_cast<const bf162*>(&gv);
+  bf162* ph = reinterpret_cast<bf162*>(&p);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) ph[k] = __hmul2(xh[k], gh[k]);
+  return p;
+}
+
 // Row x [K] (bf16) staged as y = bf16(x * norm_w) into staged[0 .. K / 8) by a block of THREADS
 // threads (thread t takes chunks t, t + THREADS, ...; K % 8 == 0, 16-byte aligned x and norm_w);
 // returns, in every lane, the warp's share of x's sum of squares. The caller's barrier makes the
@@ -19,20 +35,7 @@ __device__ __forceinline__ float stage_normed_row(const bf16* xr, const bf16* no
   const uint4* x = reinterpret_cast<const uint4*>(xr);
   const uint4* g = reinterpret_cast<const uint4*>(norm_w);
   float ss = 0.f;
-  for (int c = threadIdx.x; c < xchunks; c += THREADS) {
-    const uint4 xv = __ldg(x + c), gv = __ldg(g + c);
-    float xf[8];
-    unpack_bf16x8(xv, xf);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) ss += xf[e] * xf[e];
-    uint4 p;
-    const bf162* xh = reinterpret_cast<const bf162*>(&xv);
-    const bf162* gh = reinterpret_cast<const bf162*>(&gv);
-    bf162* ph = reinterpret_cast<bf162*>(&p);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) ph[k] = __hmul2(xh[k], gh[k]);
-    staged[c] = p;
-  }
+  for (int c = threadIdx.x; c < xchunks; c += THREADS) staged[c] = normed_chunk(__ldg(x + c), __ldg(g + c), ss);
   return warp_sum(ss);
 }
 

@@ -111,8 +111,8 @@ Status launch_sample_one_pass(const SampleArgs& a, int32_t num_sms, cudaStream_t
 // One greedy or Gumbel-max row (the one-pass kernel's rows) whose logits [V] are the screen's int8
 // product (gemv.cuh, GemvArgs::bound) with per-id bounds: the id drawn is the one the exact bf16
 // logits give. Each block of the one-row one-pass grid scores its 1024 ids by their bounds and keeps
-// those the bounds cannot rule out within its slice (at most kScreenKeep; the first prefetch_rows
-// of their bf16 rows prefetched into L2). The last block merges the lists: where one id survives
+// those the bounds cannot rule out within its slice (at most kScreenKeep), its best id's bf16 row
+// and the first prefetch_rows - 1 candidates' prefetched into L2 (none at 0). The last block merges the lists: where one id survives
 // (the usual case) it is the draw, and the whole block computes its exact logit for the logprob
 // only, its loads issued as soon as the headers name it; else it stages the normed row and rescores
 // the survivors with the bf16 head (one warp and one K * 2 byte row each). Either way the

@@ -116,17 +116,8 @@ struct BlockRowDot {
   }
   static __device__ __forceinline__ void accumulate(const uint4& wv, const uint4& xv, const uint4& gv, float& dot,
                                                     float& ss) {
-    float wf[8], xf[8], yf[8];
-    unpack_bf16x8(xv, xf);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) ss += xf[e] * xf[e];
-    uint4 y;
-    const bf162* xh = reinterpret_cast<const bf162*>(&xv);
-    const bf162* gh = reinterpret_cast<const bf162*>(&gv);
-    bf162* yh = reinterpret_cast<bf162*>(&y);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) yh[k] = __hmul2(xh[k], gh[k]);
-    unpack_bf16x8(y, yf);
+    float wf[8], yf[8];
+    unpack_bf16x8(gemv_row::normed_chunk(xv, gv, ss), yf);
     unpack_bf16x8(wv, wf);
 #pragma unroll
     for (int e = 0; e < 8; ++e) dot += wf[e] * yf[e];

@@ -54,6 +54,8 @@ struct BenchArgs {
   bool persistent_decode = false;
   bool overlap_steps = true;
   bool lm_head_screen = true;  // ModelLoadOptions::lm_head_screen
+  bool pack_activations = false;  // ModelLoadOptions::pack_activations
+  int32_t workspace_pad_mib = 0;  // diagnostic: MiB allocated between the KV pool and the workspaces
   bool skinny_decode_matmul = true;
   WeightFlags weights;  // --int8, --int8-lm-head, --int8-group (ModelLoadOptions' int8 fields)
 };
@@ -128,6 +130,7 @@ Setup open_model(const BenchArgs& a) {
   ModelLoadOptions load;
   set_load_weights(a.weights, load);
   load.lm_head_screen = a.lm_head_screen;
+  load.pack_activations = a.pack_activations;
   // Random weights drawn and int8 weights quantized on every core, for the load only.
   std::unique_ptr<ThreadPool> load_pool;
   if (load.int8_weights || a.random_weights) {
@@ -187,6 +190,10 @@ void run_bench(const BenchArgs& a) {
     fail(fmt::format("--kv-sequences {} is below the largest batch {}", a.kv_sequences, max_b));
   const int32_t pool_seqs = a.kv_sequences > 0 ? a.kv_sequences : max_b;
   unwrap(m.init_kv_cache(pool_seqs * blocks_per_seq, kBlock));
+  // Where the workspaces land moves the single stream by up to ~2 us per token (docs/performance.md,
+  // row 117); the pad shifts them for placement experiments and is held until the end of the run.
+  Buffer workspace_pad;
+  if (a.workspace_pad_mib > 0) workspace_pad = unwrap(b.allocate(size_t(a.workspace_pad_mib) << 20));
   unwrap(m.reserve(std::max(a.max_batch_tokens, longest), max_b));
   SamplingParams sp;
   sp.temperature = a.temperature;
@@ -211,6 +218,8 @@ void run_bench(const BenchArgs& a) {
   out["persistent_decode"] = a.persistent_decode;
   out["overlap_steps"] = a.overlap_steps && b.overlaps_steps();
   out["lm_head_screen"] = screen_group > 0;
+  out["pack_activations"] = a.pack_activations;
+  out["workspace_pad_mib"] = a.workspace_pad_mib;
   out["skinny_decode_matmul"] = a.skinny_decode_matmul;
   out["copy_bandwidth_GBps"] = s.copy_bandwidth / 1e9;
 
@@ -393,6 +402,15 @@ const CliRegistrar kRegister{{"bench", "Measure decode, prefill and batched thro
                  "Single-sequence decode steps stream an int8 copy of the bf16 LM head and draw exactly by "
                  "rescoring the ids its error bound cannot rule out (true|false; docs/lm-head-screen.md)")
       ->default_val(true);
+  app.add_option("--pack-activations", a->pack_activations,
+                 "Every step's activations packed back to back in one workspace for its own token count "
+                 "(true|false; docs/performance.md, row 118)")
+      ->default_val(false);
+  app.add_option("--workspace-pad-mib", a->workspace_pad_mib,
+                 "Diagnostic: MiB of device memory allocated between the KV pool and the model's workspaces, "
+                 "to move where they land (docs/performance.md, row 117)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--persistent-decode", a->persistent_decode,
                  "sm_90+: single-sequence decode steps run every layer in one persistent kernel (true|false)")
       ->default_val(false);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <optional>
 
 #include "core/try.hpp"
 #include "model/decoder_weights.hpp"
@@ -13,7 +15,10 @@ namespace photon {
 namespace {
 
 // Activation buffers of one forward pass, sized for `tokens` scheduled
-// tokens and `rows` logits rows (activation dtype; logits f32).
+// tokens and `rows` logits rows (activation dtype; logits f32). Either one
+// buffer per tensor, each of `tokens` (or `rows`) rows, or, with
+// ModelLoadOptions::pack_activations, one buffer from which every step carves
+// its tensors back to back for its own token and row counts (StepTensors).
 struct Workspace {
   int32_t tokens = 0;
   int32_t rows = 0;
@@ -25,12 +30,29 @@ struct Workspace {
   Buffer mlp;        // [T, I]
   Buffer rows_h;     // [R, H]
   Buffer logits;     // [R, V] f32
+  Buffer packed;     // pack_activations: all of the above, packed_bytes(tokens, rows) bytes
 };
+
+// One step's views of the workspace, for T scheduled tokens and R logits rows.
+struct StepTensors {
+  Tensor x, h, tmp, qkv, q, attn, gate_up, mlp, rows_h, logits;
+};
+
+// Each packed tensor starts at a multiple of this many bytes (the alignment a
+// device allocation guarantees).
+constexpr size_t kPackedAlign = 256;
+constexpr size_t packed_extent(size_t bytes) { return (bytes + kPackedAlign - 1) / kPackedAlign * kPackedAlign; }
+
+size_t tensor_bytes(DType dt, std::initializer_list<int64_t> dims) {
+  size_t n = dtype_size(dt);
+  for (int64_t d : dims) n *= size_t(d);
+  return n;
+}
 
 class DecoderModel final : public Model {
  public:
-  DecoderModel(const ModelConfig& config, Backend& backend, DecoderWeights weights)
-      : config_(config), backend_(backend), w_(std::move(weights)) {}
+  DecoderModel(const ModelConfig& config, Backend& backend, DecoderWeights weights, bool pack_activations)
+      : config_(config), backend_(backend), w_(std::move(weights)), pack_activations_(pack_activations) {}
 
   const ModelConfig& config() const noexcept override { return config_; }
 
@@ -72,19 +94,19 @@ class DecoderModel final : public Model {
                                                       max_tokens, max_logit_rows));
     if (max_tokens <= ws_.tokens && max_logit_rows <= ws_.rows) return {};
     const int64_t T = std::max(max_tokens, ws_.tokens), R = std::max({max_logit_rows, ws_.rows, 1});
-    const size_t a = dtype_size(backend_.activation_dtype());
-    const ModelConfig& c = config_;
     Workspace ws;
-    PHOTON_ASSIGN_OR_RETURN(ws.x, backend_.allocate(size_t(T) * size_t(c.hidden_size) * a));
-    PHOTON_ASSIGN_OR_RETURN(ws.h, backend_.allocate(size_t(T) * size_t(c.hidden_size) * a));
-    PHOTON_ASSIGN_OR_RETURN(ws.tmp, backend_.allocate(size_t(T) * size_t(c.hidden_size) * a));
-    PHOTON_ASSIGN_OR_RETURN(ws.qkv, backend_.allocate(size_t(T) * size_t(c.qkv_dim()) * a));
-    PHOTON_ASSIGN_OR_RETURN(ws.q, backend_.allocate(size_t(T) * size_t(c.q_dim()) * a));
-    PHOTON_ASSIGN_OR_RETURN(ws.attn, backend_.allocate(size_t(T) * size_t(c.q_dim()) * a));
-    PHOTON_ASSIGN_OR_RETURN(ws.gate_up, backend_.allocate(size_t(T) * 2 * size_t(c.intermediate_size) * a));
-    PHOTON_ASSIGN_OR_RETURN(ws.mlp, backend_.allocate(size_t(T) * size_t(c.intermediate_size) * a));
-    PHOTON_ASSIGN_OR_RETURN(ws.rows_h, backend_.allocate(size_t(R) * size_t(c.hidden_size) * a));
-    PHOTON_ASSIGN_OR_RETURN(ws.logits, backend_.allocate(size_t(R) * size_t(c.vocab_size) * sizeof(float)));
+    if (pack_activations_) {
+      PHOTON_ASSIGN_OR_RETURN(ws.packed, backend_.allocate(packed_bytes(T, R)));
+    } else {
+      std::optional<Error> error;
+      for_each_tensor(T, R, [&](auto, Buffer Workspace::*own, DType dt, std::initializer_list<int64_t> dims) {
+        if (error) return;
+        Result<Buffer> buffer = backend_.allocate(tensor_bytes(dt, dims));
+        if (buffer) ws.*own = std::move(*buffer);
+        else error = std::move(buffer).error();
+      });
+      if (error) return fail(std::move(*error));
+    }
     ws.tokens = int32_t(T);
     ws.rows = int32_t(R);
     ws_ = std::move(ws);
@@ -103,16 +125,10 @@ class DecoderModel final : public Model {
                                                        plan.max_context_len, c.max_position_embeddings));
     PHOTON_TRY(reserve(plan.num_tokens, plan.num_logits));
 
-    const int64_t T = plan.num_tokens, R = plan.num_logits, H = c.hidden_size, I = c.intermediate_size;
-    const DType act = backend_.activation_dtype();
-    const Tensor x = ws_.x.tensor(act, {T, H});
-    const Tensor h = ws_.h.tensor(act, {T, H});
-    const Tensor tmp = ws_.tmp.tensor(act, {T, H});
-    const Tensor qkv = ws_.qkv.tensor(act, {T, c.qkv_dim()});
-    const Tensor q = ws_.q.tensor(act, {T, c.num_heads, c.head_dim});
-    const Tensor attn = ws_.attn.tensor(act, {T, c.num_heads, c.head_dim});
-    const Tensor gate_up = ws_.gate_up.tensor(act, {T, 2 * I});
-    const Tensor mlp = ws_.mlp.tensor(act, {T, I});
+    const int64_t T = plan.num_tokens, R = plan.num_logits;
+    const StepTensors st = step_tensors(T, R);
+    const Tensor& x = st.x;
+    const Tensor& h = st.h;
     const float eps = c.rms_norm_eps;
     // HF: scaling = head_dim ** -0.5
     const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
@@ -121,25 +137,73 @@ class DecoderModel final : public Model {
     // projection into it; h: the normed input of the LM head (rmsnorm_matmul may norm inside the
     // product and leave h unwritten).
     PHOTON_TRY(backend_.embed(x, w_.embed, plan));
-    const DecoderScratch scratch{h, tmp, qkv, q, attn, gate_up, mlp};
+    const DecoderScratch scratch{h, st.tmp, st.qkv, st.q, st.attn, st.gate_up, st.mlp};
     PHOTON_TRY(backend_.decoder_layers(x, w_.layers, kv_layers_, scratch, plan, {w_.inv_freq, eps, scale}));
-    const Tensor logits = ws_.logits.tensor(DType::f32, {R, c.vocab_size});
+    const Tensor& logits = st.logits;
     if (R == 0) return logits;
     if (plan.logits_of_every_token && R == T) {  // decode-only steps: the LM head reads every row
       PHOTON_TRY(backend_.rmsnorm_lm_head(logits, x, w_.final_norm, eps, w_.lm_head, w_.lm_head_screen, h));
       return logits;
     }
     PHOTON_TRY(backend_.rmsnorm(h, x, w_.final_norm, eps));
-    const Tensor rows_h = ws_.rows_h.tensor(act, {R, H});
+    const Tensor& rows_h = st.rows_h;
     PHOTON_TRY(backend_.gather_logit_rows(rows_h, h, plan));
     PHOTON_TRY(backend_.matmul(logits, rows_h, w_.lm_head));
     return logits;
   }
 
  private:
+  // The tensors of one step of T tokens and R logits rows, in the order they are packed.
+  template <typename Visit>
+  void for_each_tensor(int64_t T, int64_t R, Visit&& visit) const {
+    const ModelConfig& c = config_;
+    const DType act = backend_.activation_dtype();
+    const int64_t H = c.hidden_size, I = c.intermediate_size;
+    visit(&StepTensors::x, &Workspace::x, act, std::initializer_list<int64_t>{T, H});
+    visit(&StepTensors::h, &Workspace::h, act, std::initializer_list<int64_t>{T, H});
+    visit(&StepTensors::tmp, &Workspace::tmp, act, std::initializer_list<int64_t>{T, H});
+    visit(&StepTensors::qkv, &Workspace::qkv, act, std::initializer_list<int64_t>{T, c.qkv_dim()});
+    visit(&StepTensors::q, &Workspace::q, act, std::initializer_list<int64_t>{T, c.num_heads, c.head_dim});
+    visit(&StepTensors::attn, &Workspace::attn, act, std::initializer_list<int64_t>{T, c.num_heads, c.head_dim});
+    visit(&StepTensors::gate_up, &Workspace::gate_up, act, std::initializer_list<int64_t>{T, 2 * I});
+    visit(&StepTensors::mlp, &Workspace::mlp, act, std::initializer_list<int64_t>{T, I});
+    visit(&StepTensors::logits, &Workspace::logits, DType::f32, std::initializer_list<int64_t>{R, c.vocab_size});
+    visit(&StepTensors::rows_h, &Workspace::rows_h, act, std::initializer_list<int64_t>{R, H});
+  }
+
+  // Bytes of the packed workspace for T tokens and R rows (non-decreasing in both, so a buffer for
+  // the largest T and R holds every smaller step's tensors).
+  size_t packed_bytes(int64_t T, int64_t R) const {
+    size_t bytes = 0;
+    for_each_tensor(T, R, [&](auto, auto, DType dt, std::initializer_list<int64_t> dims) {
+      bytes += packed_extent(tensor_bytes(dt, dims));
+    });
+    return bytes;
+  }
+
+  // Views of the workspace for a step of T <= ws_.tokens tokens and R <= ws_.rows rows: packed
+  // back to back from the packed buffer's start (a one-token step's activations and its logits row
+  // then lie within ~0.6 MB at Llama-3.2-1B's shape), or each at the start of its own buffer.
+  StepTensors step_tensors(int64_t T, int64_t R) const {
+    StepTensors st;
+    char* base = static_cast<char*>(ws_.packed.data());
+    size_t offset = 0;
+    for_each_tensor(T, R, [&](Tensor StepTensors::*field, Buffer Workspace::*own, DType dt,
+                              std::initializer_list<int64_t> dims) {
+      if (base == nullptr) {
+        st.*field = (ws_.*own).tensor(dt, dims);
+        return;
+      }
+      st.*field = Tensor::of(base + offset, dt, dims);
+      offset += packed_extent((st.*field).nbytes());
+    });
+    return st;
+  }
+
   ModelConfig config_;
   Backend& backend_;
   DecoderWeights w_;
+  bool pack_activations_;  // ModelLoadOptions::pack_activations
   Buffer kv_buffer_;              // all layers' K and V
   std::vector<KvLayer> kv_layers_;  // [num_layers] views into kv_buffer_
   Workspace ws_;
@@ -151,7 +215,7 @@ Result<std::unique_ptr<Model>> make_decoder_model(const ModelConfig& config, Wei
                                                   const ModelLoadOptions& options) {
   PHOTON_TRY(config.validate());
   PHOTON_ASSIGN_OR_RETURN(DecoderWeights w, load_decoder_weights(config, weights, backend, options));
-  return std::unique_ptr<Model>(std::make_unique<DecoderModel>(config, backend, std::move(w)));
+  return std::unique_ptr<Model>(std::make_unique<DecoderModel>(config, backend, std::move(w), options.pack_activations));
 }
 
 }  // namespace photon

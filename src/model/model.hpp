@@ -35,6 +35,11 @@ struct ModelLoadOptions {
   // backend uses one (Backend::lm_head_screen_group: CUDA) and the head is not int8 already.
   // Costs V * H * (1 + 4 / group) bytes of memory (Llama-3.2-1B: 270 MB).
   bool lm_head_screen = true;
+  // One activation workspace from which every forward pass carves its tensors back to back for
+  // its own token count, instead of one buffer per tensor sized for the largest step: a decode
+  // step's activations and logits then share a few pages. Same values either way (a diagnostic of
+  // where the workspaces land, docs/performance.md rows 117-118; off until measured to pay).
+  bool pack_activations = false;
   // With int8_weights: the rows of each linear weight are quantized in chunks on this pool's
   // threads and the calling one (the same codes and scales as without it); create_random also
   // draws its values on it (the same values). Not owned; null: the calling thread alone.

@@ -132,10 +132,11 @@ BatchPlan lockstep_plan(const std::vector<std::vector<int32_t>>& ids, int32_t st
   return plan;
 }
 
-void check_golden_model(const std::string& dir, int32_t chunk, CudaBackendOptions options = {}) {
+void check_golden_model(const std::string& dir, int32_t chunk, CudaBackendOptions options = {},
+                        const ModelLoadOptions& gpu_load = {}) {
   auto gpu = cuda_backend(options);
   auto cpu = cpu_reference();
-  auto gm = Model::load(dir, *gpu);
+  auto gm = Model::load(dir, *gpu, gpu_load);
   REQUIRE(gm.has_value());
   auto cm = Model::load(dir, *cpu);
   REQUIRE(cm.has_value());
@@ -242,37 +243,54 @@ TEST_CASE("cuda goldens with RoPE inside decode attention", "[cuda][attention]")
   check_golden_model(fixtures + "/qwen3-small-hd128", 256, fused);
 }
 
+// ModelLoadOptions::pack_activations: every step's tensors back to back for its own token count, so a
+// kernel that wrote past its tensor's rows would change the next tensor's values.
+TEST_CASE("cuda goldens with packed activations", "[cuda]") {
+  ModelLoadOptions packed;
+  packed.pack_activations = true;
+  check_golden_model(golden_dir("llama3-tiny"), 13, {}, packed);
+  check_golden_model(golden_dir("qwen3-tiny"), 13, {}, packed);
+  const std::string fixtures = gpu_fixtures_dir();
+  if (fixtures.empty()) FAIL("set PHOTON_GPU_FIXTURES to a copy of ../shared/data/golden (llama3-small-hd64, qwen3-small-hd128)");
+  check_golden_model(fixtures + "/llama3-small-hd64", 256, {}, packed);
+  check_golden_model(fixtures + "/qwen3-small-hd128", 256, {}, packed);
+}
+
 TEST_CASE("cuda graph replay gives the logits of eager decode steps", "[cuda]") {
-  auto graphed = cuda_backend();
-  auto eager = cuda_backend(CudaBackendOptions{.cuda_graphs = false});
-  const std::string dir = golden_dir("qwen3-tiny");
-  auto gm = Model::load(dir, *graphed);
-  auto em = Model::load(dir, *eager);
-  REQUIRE(gm.has_value());
-  REQUIRE(em.has_value());
-  std::mt19937 rng(22);
-  for (int32_t S : {1, 3, 5}) {  // buckets 1, 4 (padded), 8 (padded)
-    CAPTURE(S);
-    const int32_t blocks_per_seq = 4, num_blocks = S * blocks_per_seq;
-    REQUIRE((*gm)->init_kv_cache(num_blocks, kBlockSize).has_value());
-    REQUIRE((*em)->init_kv_cache(num_blocks, kBlockSize).has_value());
-    std::vector<std::vector<int32_t>> ids(static_cast<size_t>(S));
-    std::uniform_int_distribution<int32_t> tok(0, 1000);
-    for (auto& v : ids)
-      for (int i = 0; i < 5 + S; ++i) v.push_back(tok(rng));
-    for (int32_t step = 0; step < 12; ++step) {
-      const BatchPlan plan = lockstep_plan(ids, step, blocks_per_seq);
-      auto fg = graphed->run_step(plan, [&](const StepPlanView& v) { return (*gm)->forward(v); });
-      auto fe = eager->run_step(plan, [&](const StepPlanView& v) { return (*em)->forward(v); });
-      REQUIRE(fg.has_value());
-      REQUIRE(fe.has_value());
-      REQUIRE(fg->dim(0) == S);
-      const auto lg = download(*graphed, *fg), le = download(*eager, *fe);
-      CHECK(rel_error(lg, le) < 1e-3);  // padding may change the cuBLAS algorithm, nothing else
-      const int32_t V = int32_t(fg->dim(1));
-      for (int32_t s = 0; s < S; ++s) {
-        const auto row = le.begin() + ptrdiff_t(s) * V;
-        ids[size_t(s)].push_back(int32_t(std::max_element(row, row + V) - row));
+  for (const bool pack : {false, true}) {  // the graphed model's activations packed (ModelLoadOptions) or not
+    auto graphed = cuda_backend();
+    auto eager = cuda_backend(CudaBackendOptions{.cuda_graphs = false});
+    const std::string dir = golden_dir("qwen3-tiny");
+    ModelLoadOptions load;
+    load.pack_activations = pack;
+    auto gm = Model::load(dir, *graphed, load);
+    auto em = Model::load(dir, *eager);
+    REQUIRE(gm.has_value());
+    REQUIRE(em.has_value());
+    std::mt19937 rng(22);
+    for (int32_t S : {1, 3, 5}) {  // buckets 1, 4 (padded), 8 (padded)
+      CAPTURE(pack, S);
+      const int32_t blocks_per_seq = 4, num_blocks = S * blocks_per_seq;
+      REQUIRE((*gm)->init_kv_cache(num_blocks, kBlockSize).has_value());
+      REQUIRE((*em)->init_kv_cache(num_blocks, kBlockSize).has_value());
+      std::vector<std::vector<int32_t>> ids(static_cast<size_t>(S));
+      std::uniform_int_distribution<int32_t> tok(0, 1000);
+      for (auto& v : ids)
+        for (int i = 0; i < 5 + S; ++i) v.push_back(tok(rng));
+      for (int32_t step = 0; step < 12; ++step) {
+        const BatchPlan plan = lockstep_plan(ids, step, blocks_per_seq);
+        auto fg = graphed->run_step(plan, [&](const StepPlanView& v) { return (*gm)->forward(v); });
+        auto fe = eager->run_step(plan, [&](const StepPlanView& v) { return (*em)->forward(v); });
+        REQUIRE(fg.has_value());
+        REQUIRE(fe.has_value());
+        REQUIRE(fg->dim(0) == S);
+        const auto lg = download(*graphed, *fg), le = download(*eager, *fe);
+        CHECK(rel_error(lg, le) < 1e-3);  // padding may change the cuBLAS algorithm, nothing else
+        const int32_t V = int32_t(fg->dim(1));
+        for (int32_t s = 0; s < S; ++s) {
+          const auto row = le.begin() + ptrdiff_t(s) * V;
+          ids[size_t(s)].push_back(int32_t(std::max_element(row, row + V) - row));
+        }
       }
     }
   }

@@ -158,6 +158,45 @@ TEST_CASE("random weights: drawn on a thread pool, the same values", "[model]") 
   CHECK(d1.prefill_all(prompt) == d2.prefill_all(prompt));
 }
 
+TEST_CASE("model: packed activations give the logits of one buffer per tensor", "[model]") {
+  // ModelLoadOptions::pack_activations carves every step's tensors back to back for its own token
+  // and row counts; the CPU backend's logits must not change by a bit, over steps whose counts rise
+  // and fall (the workspace grows mid-run) and that mix prefill chunks, decodes and all-row logits.
+  for (const Variant& v : variants()) {
+    INFO(v.name);
+    const ModelConfig config = must(ModelConfig::parse(v.config.dump(), "config.json"));
+    auto backend = must(make_cpu_backend({.num_threads = 2}));
+    ModelLoadOptions packed_options;
+    packed_options.pack_activations = true;
+    auto spread = must(Model::create_random(config, *backend, 17));
+    auto packed = must(Model::create_random(config, *backend, 17, packed_options));
+    ModelDriver a(*spread, *backend, 32), b(*packed, *backend, 32);
+    const std::vector<std::vector<int32_t>> prompts = {random_prompt(config.vocab_size, 3, 1),
+                                                       random_prompt(config.vocab_size, 19, 2),
+                                                       random_prompt(config.vocab_size, 8, 3)};
+    std::vector<int32_t> seqs;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      seqs.push_back(a.new_sequence());
+      CHECK(b.new_sequence() == seqs.back());
+    }
+    auto same = [&](const std::vector<ModelDriver::Chunk>& chunks) {
+      const auto la = a.step(chunks), lb = b.step(chunks);
+      CHECK(la == lb);
+      return la;
+    };
+    same({{seqs[0], prompts[0], true}});  // 3 tokens: the workspace starts small
+    const auto first = same({{seqs[1], prompts[1], false}, {seqs[2], prompts[2], true}});  // 27 tokens: it grows
+    std::vector<int32_t> next = {argmax(first[0][0]), argmax(first[1].back())};
+    for (int32_t t = 0; t < 4; ++t) {  // decode steps of one and of three sequences
+      const auto out = t % 2 == 0 ? same({{seqs[1], {next[0]}, false}})
+                                  : same({{seqs[0], {next[1]}, false}, {seqs[1], {next[0]}, false},
+                                          {seqs[2], {next[1]}, true}});
+      next[0] = argmax(out[t % 2 == 0 ? 0 : 1][0]);
+    }
+    same({{seqs[2], random_prompt(config.vocab_size, 11, 4), true}, {seqs[0], {next[0]}, false}});  // mixed
+  }
+}
+
 TEST_CASE("model: forward refuses a step without a KV cache or past max_position_embeddings", "[model]") {
   const Variant v = variants()[3];  // max_position_embeddings 64
   auto config = must(ModelConfig::parse(v.config.dump(), "config.json"));

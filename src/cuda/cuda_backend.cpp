@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -131,6 +132,7 @@ class CudaBackend final : public Backend {
   Result<Buffer> allocate(size_t bytes) override {
     PHOTON_CUDA_TRY(cudaSetDevice(options_.device));
     PHOTON_ASSIGN_OR_RETURN(void* p, alloc_.allocate(bytes));
+    if (options_.log_allocations) std::fprintf(stderr, "photon cuda: allocated %zu at %p\n", bytes, p);
     return Buffer(this, p, bytes);
   }
   Result<void> copy_to_device(void* dst, const void* host_src, size_t bytes) override {
@@ -1404,6 +1406,7 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& opt
   override_from_env("PHOTON_CUDA_LM_HEAD_SCREEN", opts.lm_head_screen);
   if (const char* e = std::getenv("PHOTON_CUDA_SCREEN_PREFETCH_ROWS"); e != nullptr && e[0] >= '0' && e[0] <= '9')
     opts.screen_prefetch_rows = int32_t(std::atoi(e));
+  override_from_env("PHOTON_CUDA_LOG_ALLOCATIONS", opts.log_allocations);
   override_from_env("PHOTON_CUDA_GEMV_NORM", opts.gemv_norm);
   override_from_env("PHOTON_CUDA_GEMV_STAGE_X", opts.gemv_stage_x);
   override_from_env("PHOTON_CUDA_GEMV_ROPE", opts.gemv_rope);

@@ -120,6 +120,10 @@ struct CudaBackendOptions {
   // to 0.1 us per token faster (docs/performance.md, row 113). PHOTON_CUDA_SCREEN_PREFETCH_ROWS
   // overrides it (measurements).
   int32_t screen_prefetch_rows = 1;
+  // Diagnostics: every device allocation's address and size, one line on stderr each ("photon
+  // cuda: allocated BYTES at PTR"), for placement experiments (docs/performance.md, row 117).
+  // PHOTON_CUDA_LOG_ALLOCATIONS=1 sets it.
+  bool log_allocations = false;
   // One-row products that read a norm's output (Backend::rmsnorm_matmul / rmsnorm_matmul_silu:
   // qkv, gate/up + SwiGLU from kSwiGluGemvMinK, the LM head) norm x inside the GEMV (GemvArgs::
   // norm_w) when the norm weights are bf16: no norm kernel (Llama-3.2-1B -0.7 to -1.8%, Qwen3-8B

@@ -43,12 +43,6 @@ struct StepTensors {
 constexpr size_t kPackedAlign = 256;
 constexpr size_t packed_extent(size_t bytes) { return (bytes + kPackedAlign - 1) / kPackedAlign * kPackedAlign; }
 
-size_t tensor_bytes(DType dt, std::initializer_list<int64_t> dims) {
-  size_t n = dtype_size(dt);
-  for (int64_t d : dims) n *= size_t(d);
-  return n;
-}
-
 class DecoderModel final : public Model {
  public:
   DecoderModel(const ModelConfig& config, Backend& backend, DecoderWeights weights, bool pack_activations)
@@ -101,7 +95,7 @@ class DecoderModel final : public Model {
       std::optional<Error> error;
       for_each_tensor(T, R, [&](auto, Buffer Workspace::*own, DType dt, std::initializer_list<int64_t> dims) {
         if (error) return;
-        Result<Buffer> buffer = backend_.allocate(tensor_bytes(dt, dims));
+        Result<Buffer> buffer = backend_.allocate(Tensor::of(nullptr, dt, dims).nbytes());
         if (buffer) ws.*own = std::move(*buffer);
         else error = std::move(buffer).error();
       });
@@ -176,7 +170,7 @@ class DecoderModel final : public Model {
   size_t packed_bytes(int64_t T, int64_t R) const {
     size_t bytes = 0;
     for_each_tensor(T, R, [&](auto, auto, DType dt, std::initializer_list<int64_t> dims) {
-      bytes += packed_extent(tensor_bytes(dt, dims));
+      bytes += packed_extent(Tensor::of(nullptr, dt, dims).nbytes());
     });
     return bytes;
   }
@@ -186,11 +180,11 @@ class DecoderModel final : public Model {
   // then lie within ~0.6 MB at Llama-3.2-1B's shape), or each at the start of its own buffer.
   StepTensors step_tensors(int64_t T, int64_t R) const {
     StepTensors st;
-    char* base = static_cast<char*>(ws_.packed.data());
+    char* const base = static_cast<char*>(ws_.packed.data());
     size_t offset = 0;
     for_each_tensor(T, R, [&](Tensor StepTensors::*field, Buffer Workspace::*own, DType dt,
                               std::initializer_list<int64_t> dims) {
-      if (base == nullptr) {
+      if (!pack_activations_) {
         st.*field = (ws_.*own).tensor(dt, dims);
         return;
       }

@@ -38,7 +38,8 @@ struct ModelLoadOptions {
   // One activation workspace from which every forward pass carves its tensors back to back for
   // its own token count, instead of one buffer per tensor sized for the largest step: a decode
   // step's activations and logits then share a few pages. Same values either way (a diagnostic of
-  // where the workspaces land, docs/performance.md rows 117-118; off until measured to pay).
+  // where the workspaces land, docs/performance.md rows 117-118: it removes the single stream's
+  // placement spread but measured level with the default, so it stays opt-in).
   bool pack_activations = false;
   // With int8_weights: the rows of each linear weight are quantized in chunks on this pool's
   // threads and the calling one (the same codes and scales as without it); create_random also
